@@ -1,0 +1,74 @@
+"""A content-addressed cache of folders, keyed by a hash of everything that determines them.
+
+An entry is written in a temporary folder and renamed into place whole; its manifest records the
+inputs and the sha256 of every file. An entry whose manifest or checksums do not match is
+reported and rebuilt, never used.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+from bench.io import atomic_write_json, sha256_file
+from bench.specs import stable_hash
+
+MANIFEST = "manifest.json"
+
+
+class Cache:
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def key(self, inputs: dict) -> str:
+        return stable_hash(inputs, length=24)
+
+    def path(self, kind: str, key: str) -> Path:
+        return self.root / kind / key
+
+    def load(self, kind: str, key: str) -> Path | None:
+        """The entry's folder if it exists and every checksum matches; else None (a bad entry is removed)."""
+        folder = self.path(kind, key)
+        if not folder.exists():
+            return None
+        problem = self._check(folder, key)
+        if problem is None:
+            return folder
+        print(f"[cache] {kind}/{key} is invalid ({problem}); rebuilding it", file=sys.stderr)
+        shutil.rmtree(folder, ignore_errors=True)
+        return None
+
+    def store(self, kind: str, key: str, inputs: dict, write: Callable[[Path], None]) -> Path:
+        final = self.path(kind, key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}."))
+        try:
+            write(staging)
+            files = {str(p.relative_to(staging)): sha256_file(p) for p in sorted(staging.rglob("*")) if p.is_file()}
+            atomic_write_json(staging / MANIFEST, {"key": key, "inputs": inputs, "files": files})
+            if final.exists():  # a concurrent writer got there first, or a stale invalid entry
+                shutil.rmtree(final, ignore_errors=True)
+            staging.rename(final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return final
+
+    @staticmethod
+    def _check(folder: Path, key: str) -> str | None:
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text())
+        except (OSError, ValueError) as error:
+            return f"unreadable manifest: {error}"
+        if manifest.get("key") != key:
+            return "manifest key does not match its folder"
+        for name, digest in manifest.get("files", {}).items():
+            path = folder / name
+            if not path.is_file():
+                return f"missing file {name}"
+            if sha256_file(path) != digest:
+                return f"checksum mismatch in {name}"
+        return None

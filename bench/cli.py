@@ -1,0 +1,134 @@
+"""``bench``: run the W2S preference-shift protocol, list what is registered, report results."""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+
+
+def default_cache_dir() -> Path:
+    if os.environ.get("SHIFTBENCH_CACHE"):
+        return Path(os.environ["SHIFTBENCH_CACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "shiftbench"
+
+
+def parse_param(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--param takes key=value, got {text!r} (e.g. --param lam=1e-4)")
+    return key.strip(), value.strip()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench", description="ShiftBench: weak-to-strong reward models under preference shift.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="train and score one method on a protocol, cell by cell")
+    run.add_argument("--method", required=True, help="method name (bench list methods)")
+    run.add_argument("--protocol", default="mini", help="protocol name (default: mini)")
+    run.add_argument("--models", default="tiny", help="model pair name (default: tiny)")
+    run.add_argument("--source", nargs="+", metavar="NAME", help="sources to run (default: every dataset of the protocol)")
+    run.add_argument("--seeds", nargs="+", type=int, metavar="N",
+                     help="seeds to run (default: the protocol's first seed; the full protocol lists more)")
+    run.add_argument("--param", action="append", type=parse_param, default=[], metavar="KEY=VALUE",
+                     help="a method parameter, repeatable (e.g. --param lam=1e-4 --param layers=mid)")
+    run.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    run.add_argument("--cache-dir", type=Path, default=None,
+                     help="teacher cache (default: $SHIFTBENCH_CACHE or ~/.cache/shiftbench)")
+    run.add_argument("--force", action="store_true", help="recompute cells that already have results")
+
+    ls = sub.add_parser("list", help="list registered methods, protocols, model pairs or datasets")
+    ls.add_argument("what", choices=["methods", "protocols", "models", "datasets"])
+
+    report = sub.add_parser("report", help="one row per method from a results folder, ranked by NTS")
+    report.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    return parser
+
+
+def resolve_sources(protocol, names: list[str] | None) -> list[str]:
+    """Source names as given or without the protocol prefix ("travel" for "mini/travel")."""
+    from bench.registry import Registry
+
+    if not names:
+        return list(protocol.datasets)
+    choices: Registry[str] = Registry(f"source of protocol {protocol.name!r}")
+    for dataset in protocol.datasets:
+        short = dataset.split("/", 1)[-1]
+        choices.register(dataset, dataset, aliases=(short,) if short != dataset else ())
+    return [choices.canonical(name) for name in names]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from bench.pipeline import run
+    from bench.protocols import MODEL_PAIRS, PROTOCOLS
+    from bench.report import cell_table
+
+    protocol = PROTOCOLS.get(args.protocol)
+    models = MODEL_PAIRS.get(args.models)
+    sources = resolve_sources(protocol, args.source)
+    seeds = args.seeds or list(protocol.seeds[:1])
+    if not args.seeds and len(protocol.seeds) > 1:
+        print(f"[bench] seed {seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
+              f"pass --seeds {' '.join(map(str, protocol.seeds))} for all of them", file=sys.stderr)
+    results = run(protocol, models, args.method, dict(args.param), sources, seeds, args.out,
+                  args.cache_dir or default_cache_dir(), force=args.force,
+                  command=shlex.join(["bench", *sys.argv[1:]]))
+    method = results[0]["method"]
+    params = ", ".join(f"{k}={v}" for k, v in method["params"].items()) or "no params"
+    print(f"\n{method['name']} ({params}) on {protocol.name} v{protocol.version} with {models.name}; "
+          f"accuracy in points, teacher = weak model, student = strong model trained by the method")
+    print(cell_table(results))
+    print(f"\nresults: {args.out}/{protocol.name}/{models.name}/")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
+    from methods import METHODS, describe_params
+
+    if args.what == "methods":
+        for name in METHODS.names():
+            cls = METHODS.get(name)
+            print(f"{name:10s} {cls.summary}\n{'':10s} params: {describe_params(cls)}")
+    elif args.what == "protocols":
+        for name in PROTOCOLS.names():
+            p = PROTOCOLS.get(name)
+            print(f"{name} v{p.version} (hash {protocol_hash(p)}): {p.description}\n"
+                  f"  datasets: {', '.join(p.datasets)}; train pool {p.train_pool_size}, test {p.test_size}, "
+                  f"max length {p.max_length}, seeds {list(p.seeds)}")
+    elif args.what == "models":
+        for name in MODEL_PAIRS.names():
+            m = MODEL_PAIRS.get(name)
+            print(f"{name}: weak {m.weak.name} ({m.weak.path}), strong {m.strong.name} ({m.strong.path})\n  {m.description}")
+    else:
+        for name in DATASETS.names():
+            d = DATASETS.get(name)
+            print(f"{name:18s} {d.category:9s} licence: {d.license}; test split: {d.test_split}; {d.description}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from bench.report import method_table
+    from bench.results import find_cells
+
+    table = method_table(find_cells(args.out))
+    if table.empty:
+        print(f"no finished results under {args.out}", file=sys.stderr)
+        return 1
+    print(table.to_string(index=False))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return {"run": cmd_run, "list": cmd_list, "report": cmd_report}[args.command](args)
+    except (KeyError, ValueError, ImportError) as error:
+        print(f"bench: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

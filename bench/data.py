@@ -1,0 +1,92 @@
+"""Preference pairs, loading them through the registry, and the seeded splits of the W2S pipeline."""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+
+from bench.specs import DatasetSpec, ProtocolSpec
+
+Message = tuple[str, str]  # (role, content)
+
+
+@dataclass(slots=True)
+class Pair:
+    """One preference judgement: ``chosen`` is preferred over ``rejected`` as a reply to ``prompt``."""
+
+    id: str
+    prompt: tuple[Message, ...]
+    chosen: str
+    rejected: str
+    meta: dict = field(default_factory=dict)
+    group: str | None = None   # pairs that must share a half (e.g. one topic asked many ways); default: the prompt
+
+    @property
+    def prompt_key(self) -> str:
+        return json.dumps(self.prompt)
+
+    @property
+    def group_key(self) -> str:
+        return self.group if self.group is not None else self.prompt_key
+
+
+@dataclass(slots=True)
+class OrderedPair:
+    """A pair shown to a student as (a, b) in a seeded random order; ``a_is_chosen`` is the gold label."""
+
+    pair: Pair
+    a_is_chosen: bool
+
+    @property
+    def a(self) -> str:
+        return self.pair.chosen if self.a_is_chosen else self.pair.rejected
+
+    @property
+    def b(self) -> str:
+        return self.pair.rejected if self.a_is_chosen else self.pair.chosen
+
+
+def load_pairs(spec: DatasetSpec, split: str, limit: int) -> list[Pair]:
+    from bench.registry import import_object
+
+    pairs = import_object(spec.loader)(spec, split, limit)
+    if not pairs:
+        raise ValueError(f"dataset {spec.name!r} split {split!r} has no usable pairs: check its files or its filters")
+    return pairs
+
+
+def sub_seed(seed: int, stage: str) -> int:
+    """An independent, stable seed for one stage of a cell (split, teacher, order, student ...)."""
+    return random.Random(f"{seed}/{stage}").getrandbits(31)
+
+
+def split_prompt_disjoint(pairs: list[Pair], seed: int) -> tuple[list[Pair], list[Pair]]:
+    """Two halves with no prompt in common, balanced in pairs; the same seed gives the same halves.
+
+    The unit is the pair's group: its prompt, or a coarser group when the dataset sets one (mini
+    groups by topic, so that one topic asked in different words cannot sit in both halves).
+    Groups are shuffled with the seed and each group's pairs go, whole, to the half that has fewer
+    pairs so far.
+    """
+    groups: dict[str, list[Pair]] = {}
+    for pair in pairs:
+        groups.setdefault(pair.group_key, []).append(pair)
+    keys = sorted(groups)
+    random.Random(sub_seed(seed, "split")).shuffle(keys)
+    half_a: list[Pair] = []
+    half_b: list[Pair] = []
+    for key in keys:
+        (half_a if len(half_a) <= len(half_b) else half_b).extend(groups[key])
+    return half_a, half_b
+
+
+def random_order(pairs: list[Pair], seed: int) -> list[OrderedPair]:
+    """Each pair as (a, b) with a fair seeded coin deciding whether ``a`` is the chosen response,
+    so that position carries no label for the student."""
+    rng = random.Random(sub_seed(seed, "order"))
+    return [OrderedPair(pair, rng.random() < 0.5) for pair in pairs]
+
+
+def eval_sets(protocol: ProtocolSpec, source: str) -> dict[str, str]:
+    """The eval sets of one source: ``{dataset: "id" | "ood"}``, the source first."""
+    return {source: "id", **{target: "ood" for target in protocol.targets_of(source)}}

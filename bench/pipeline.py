@@ -1,0 +1,281 @@
+"""The W2S preference-shift pipeline, one cell at a time:
+
+    load -> split -> teacher -> soft labels -> student -> score -> metrics -> write
+
+A cell is one source and one seed. The teacher stage (train the weak model on half A with gold
+labels, label half B, score every eval set) is cached on disk by a hash of everything that
+determines it, so every method and every rerun on the same cell reuses it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+from bench.cache import Cache
+from bench.data import OrderedPair, Pair, eval_sets, load_pairs, random_order, split_prompt_disjoint, sub_seed
+from bench.env import environment
+from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
+from bench.metrics import accuracy, cell_metrics
+from bench.models import formatter_for, load_reward_model, load_tokenizer, score, weights_revision
+from bench.protocols import DATASETS, protocol_hash
+from bench.results import SCHEMA_VERSION, cell_dir, load_cell, params_slug, write_cell
+from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash
+from bench.train import TrainExample, train_reward_model
+from methods import make_method
+from methods.base import Method
+from methods.naive import Naive
+
+TEACHER_STAGE_VERSION = "teacher/v1"
+
+
+@dataclass
+class RunContext:
+    protocol: ProtocolSpec
+    models: ModelPairSpec
+    method: Method
+    out: Path
+    cache: Cache
+    command: str = ""
+
+    @cached_property
+    def protocol_hash(self) -> str:
+        return protocol_hash(self.protocol)
+
+    @cached_property
+    def revisions(self) -> dict[str, dict]:
+        return {"weak": weights_revision(self.models.weak), "strong": weights_revision(self.models.strong)}
+
+    @cached_property
+    def environment(self) -> dict:
+        return environment()
+
+    @lru_cache(maxsize=None)
+    def pairs(self, dataset: str, split: str) -> list[Pair]:
+        spec = DATASETS.get(dataset)
+        if split == "train":
+            return load_pairs(spec, spec.train_split, self.protocol.train_pool_size)
+        return load_pairs(spec, spec.test_split, self.protocol.test_size)
+
+    @lru_cache(maxsize=None)
+    def formatter(self, which: str):
+        spec: ModelSpec = getattr(self.models, which)
+        return formatter_for(spec, load_tokenizer(spec), self.protocol.max_length)
+
+    def cell_key(self, source: str, seed: int) -> str:
+        """Everything that decides a cell's numbers; a finished cell is reused only when this matches."""
+        return stable_hash({"protocol_hash": self.protocol_hash, "models": self.models, "revisions": self.revisions,
+                            "method": self.method.name, "params": self.method.params.model_dump(),
+                            "source": source, "seed": seed, "schema": SCHEMA_VERSION}, length=24)
+
+    def __hash__(self) -> int:  # lru_cache on methods keys on self
+        return id(self)
+
+
+@dataclass
+class Teacher:
+    key: str
+    reused: bool
+    ordered: list[OrderedPair]            # half B, each pair in its seeded random order
+    soft_labels: list[float]              # q = P(a > b) from the teacher, one per ordered pair
+    scores: dict[str, tuple[list[float], list[float]]]   # eval set -> (r_chosen, r_rejected)
+    info: dict = field(default_factory=dict)
+
+
+# --- the cell -------------------------------------------------------------------------------------
+def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    # 1. load: the source's train pool and the test split of the source and of each target
+    pool = ctx.pairs(source, "train")
+    evals = {name: ctx.pairs(name, "test") for name in eval_sets(ctx.protocol, source)}
+
+    # 2. split: two prompt-disjoint halves, A for the teacher and B for the student
+    half_a, half_b = split_prompt_disjoint(pool, seed)
+
+    # 3. teacher: trained on A with gold labels; labels B; scores every eval set (cached)
+    teacher = teacher_stage(ctx, source, seed, half_a, half_b, evals, timings)
+
+    # 4. soft labels: what the student learns from (the ceiling learns from gold instead)
+    if ctx.method.labels == "teacher":
+        targets = teacher.soft_labels
+    else:
+        targets = [1.0 if o.a_is_chosen else 0.0 for o in teacher.ordered]
+
+    # 5. student: the pretrained strong model, trained with the method's loss
+    t = time.perf_counter()
+    strong = ctx.formatter("strong")
+    student = load_reward_model(ctx.models.strong, seed=sub_seed(seed, "student-init"))
+    examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q)
+                for o, q in zip(teacher.ordered, targets)]
+    student_log = train_reward_model(student, examples, ctx.models.student_train, ctx.method,
+                                     seed=sub_seed(seed, "student-order"), desc=f"student {source} s{seed}")
+    timings["student_train"] = time.perf_counter() - t
+
+    # 6. score: the student on every eval set
+    t = time.perf_counter()
+    student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student")
+    timings["student_score"] = time.perf_counter() - t
+    del student
+
+    # 7. metrics: accuracies, then WRG / AOG / NTS per target
+    accuracies = {name: {"teacher": accuracy(*teacher.scores[name]), "student": accuracy(*student_scores[name])}
+                  for name in evals}
+    metrics = cell_metrics(accuracies, source)
+    timings["total"] = time.perf_counter() - started
+
+    # 8. write: per-pair scores and the cell's numbers, atomically
+    result = {
+        "schema_version": SCHEMA_VERSION,
+        "cell_key": ctx.cell_key(source, seed),
+        "protocol": {"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash},
+        "method": {"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels},
+        "models": {"name": ctx.models.name,
+                   "weak": {**dataclasses.asdict(ctx.models.weak), "revision": ctx.revisions["weak"]},
+                   "strong": {**dataclasses.asdict(ctx.models.strong), "revision": ctx.revisions["strong"]},
+                   "teacher_train": dataclasses.asdict(ctx.models.teacher_train),
+                   "student_train": dataclasses.asdict(ctx.models.student_train)},
+        "source": source,
+        "category": ctx.protocol.category_of(source),
+        "seed": seed,
+        "derived_seeds": {stage: sub_seed(seed, stage) for stage in
+                          ("split", "order", "teacher-init", "teacher-order", "student-init", "student-order")},
+        "eval_sets": {name: {"role": role, "n_pairs": len(evals[name]),
+                             "teacher_acc": accuracies[name]["teacher"], "student_acc": accuracies[name]["student"]}
+                      for name, role in eval_sets(ctx.protocol, source).items()},
+        "metrics": metrics,
+        "sizes": {"train_pool": len(pool), "half_a": len(half_a), "half_b": len(half_b),
+                  "half_a_prompts": len({p.prompt_key for p in half_a}),
+                  "half_b_prompts": len({p.prompt_key for p in half_b}),
+                  "student_truncated_sequences": sum(e.a.truncated + e.b.truncated for e in examples)},
+        "teacher": {"cache_key": teacher.key, "reused": teacher.reused, **teacher.info},
+        "student": {"train": student_log},
+        "timings_s": timings,
+        "environment": ctx.environment,
+        "command": ctx.command,
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    rows = [(name, pair.id, tc, tr, sc, sr)
+            for name, pairs in evals.items()
+            for pair, tc, tr, sc, sr in zip(pairs, *teacher.scores[name], *student_scores[name])]
+    write_cell(cell_dir(ctx.out, ctx.protocol.name, ctx.models.name, slug_of(ctx.method), seed, source), result, rows)
+    return result
+
+
+def slug_of(method: Method) -> str:
+    return params_slug(method.name, method.params.model_dump())
+
+
+def score_eval_sets(model, formatter, evals: dict[str, list[Pair]], batch_size: int, who: str
+                    ) -> dict[str, tuple[list[float], list[float]]]:
+    """(r_chosen, r_rejected) per eval set, all sequences scored in one length-sorted pass."""
+    sequences, spans = [], {}
+    for name, pairs in evals.items():
+        start = len(sequences)
+        sequences += [formatter.encode(p.prompt, p.chosen) for p in pairs]
+        sequences += [formatter.encode(p.prompt, p.rejected) for p in pairs]
+        spans[name] = (start, len(pairs))
+    rewards = score(model, sequences, batch_size, desc=f"scoring {who}")
+    return {name: (rewards[start:start + n], rewards[start + n:start + 2 * n]) for name, (start, n) in spans.items()}
+
+
+# --- the teacher stage ----------------------------------------------------------------------------
+def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
+                  evals: dict[str, list[Pair]], timings: dict[str, float]) -> Teacher:
+    inputs = {
+        "stage": TEACHER_STAGE_VERSION,
+        "protocol": ctx.protocol.name, "protocol_hash": ctx.protocol_hash,
+        "source": source, "seed": seed, "eval_sets": sorted(evals),
+        "weak": dataclasses.asdict(ctx.models.weak), "weak_revision": ctx.revisions["weak"],
+        "train": dataclasses.asdict(ctx.models.teacher_train), "score_batch_size": ctx.models.score_batch_size,
+    }
+    key = ctx.cache.key(inputs)
+    ordered = random_order(half_b, seed)
+    folder = ctx.cache.load("teacher", key)
+    if folder is not None:
+        teacher = _read_teacher(folder, key, ordered)
+        if teacher is not None:
+            timings.update(teacher_train=0.0, teacher_label=0.0, teacher_score=0.0)
+            return teacher
+        print(f"[cache] teacher/{key} does not match this cell's pairs; rebuilding it", file=sys.stderr)
+
+    weak = ctx.formatter("weak")
+    t = time.perf_counter()
+    model = load_reward_model(ctx.models.weak, seed=sub_seed(seed, "teacher-init"))
+    gold = [TrainExample(weak.encode(p.prompt, p.chosen), weak.encode(p.prompt, p.rejected), 1.0) for p in half_a]
+    train_log = train_reward_model(model, gold, ctx.models.teacher_train, Naive(),
+                                   seed=sub_seed(seed, "teacher-order"), desc=f"teacher {source} s{seed}")
+    timings["teacher_train"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    sequences = [weak.encode(o.pair.prompt, o.a) for o in ordered] + [weak.encode(o.pair.prompt, o.b) for o in ordered]
+    rewards = score(model, sequences, ctx.models.score_batch_size, desc="teacher labels")
+    r_a, r_b = rewards[:len(ordered)], rewards[len(ordered):]
+    soft = [1.0 / (1.0 + math.exp(-(a - b))) for a, b in zip(r_a, r_b)]
+    timings["teacher_label"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    scores = score_eval_sets(model, weak, evals, ctx.models.score_batch_size, "teacher")
+    timings["teacher_score"] = time.perf_counter() - t
+
+    agree = sum((q > 0.5) == o.a_is_chosen for q, o in zip(soft, ordered)) + 0.5 * sum(q == 0.5 for q in soft)
+    info = {"train": train_log,
+            "labels": {"pairs": len(soft), "mean_q": sum(soft) / len(soft),
+                       "a_is_chosen_share": sum(o.a_is_chosen for o in ordered) / len(ordered),
+                       "agreement_with_gold": 100.0 * agree / len(soft)},
+            "timings_s": {k: timings[k] for k in ("teacher_train", "teacher_label", "teacher_score")}}
+
+    def write(folder: Path) -> None:
+        model.save_pretrained(folder / "model")
+        (folder / "labels.csv.gz").write_bytes(csv_gz_bytes(
+            ("pair_id", "a_is_chosen", "teacher_a", "teacher_b", "q"),
+            [(o.pair.id, int(o.a_is_chosen), a, b, q) for o, a, b, q in zip(ordered, r_a, r_b, soft)]))
+        (folder / "scores.csv.gz").write_bytes(csv_gz_bytes(
+            ("eval_set", "pair_id", "r_chosen", "r_rejected"),
+            [(name, p.id, c, r) for name, pairs in evals.items() for p, c, r in zip(pairs, *scores[name])]))
+        atomic_write_json(folder / "info.json", info)
+
+    ctx.cache.store("teacher", key, inputs, write)
+    return Teacher(key=key, reused=False, ordered=ordered, soft_labels=soft, scores=scores, info=info)
+
+
+def _read_teacher(folder: Path, key: str, ordered: list[OrderedPair]) -> Teacher | None:
+    import json
+
+    labels = read_csv_gz(folder / "labels.csv.gz")
+    if [(r["pair_id"], r["a_is_chosen"] == "1") for r in labels] != [(o.pair.id, o.a_is_chosen) for o in ordered]:
+        return None
+    scores: dict[str, tuple[list[float], list[float]]] = {}
+    for row in read_csv_gz(folder / "scores.csv.gz"):
+        chosen, rejected = scores.setdefault(row["eval_set"], ([], []))
+        chosen.append(float(row["r_chosen"]))
+        rejected.append(float(row["r_rejected"]))
+    info = json.loads((folder / "info.json").read_text())
+    return Teacher(key=key, reused=True, ordered=ordered, soft_labels=[float(r["q"]) for r in labels],
+                   scores=scores, info=info)
+
+
+# --- a run: many cells ----------------------------------------------------------------------------
+def run(protocol: ProtocolSpec, models: ModelPairSpec, method_name: str, params: dict, sources: list[str],
+        seeds: list[int], out: Path, cache_dir: Path, force: bool = False, command: str = "") -> list[dict]:
+    from tqdm.auto import tqdm
+
+    method = make_method(method_name, params, models.defaults_for(method_name))  # bad params fail here, before work
+    ctx = RunContext(protocol, models, method, Path(out), Cache(cache_dir), command)
+    cells = [(seed, source) for seed in seeds for source in sources]
+    results = []
+    for seed, source in tqdm(cells, desc=f"{method.name} cells", unit="cell"):
+        folder = cell_dir(ctx.out, protocol.name, models.name, slug_of(method), seed, source)
+        done = None if force else load_cell(folder)
+        if done is not None and done.get("cell_key") == ctx.cell_key(source, seed):
+            print(f"[skip] {source} seed {seed}: finished result in {folder}", file=sys.stderr)
+            results.append(done)
+            continue
+        results.append(run_cell(ctx, source, seed))
+    return results

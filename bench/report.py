@@ -1,0 +1,87 @@
+"""Tables from cell results: per source -> target cell, and the mean over cells and seeds.
+
+Aggregates: each seed's mean over cells, then the mean and the sample standard deviation of those
+per-seed means across seeds ("spread over seeds"; blank with one seed).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+COLUMNS = ["teacher_id", "student_id", "teacher_ood", "student_ood", "wrg", "aog", "nts"]
+HEADERS = {"teacher_id": "teacher ID", "student_id": "student ID", "teacher_ood": "teacher OOD",
+           "student_ood": "student OOD", "wrg": "WRG", "aog": "AOG", "nts": "NTS"}
+
+
+def short(dataset: str) -> str:
+    return dataset.split("/", 1)[-1]
+
+
+def cell_rows(results: list[dict]) -> pd.DataFrame:
+    """One row per (result, target): the source -> target cells of the protocol."""
+    rows = []
+    for r in results:
+        source = r["source"]
+        for target, metric in r["metrics"].items():
+            rows.append({
+                "method": r["method"]["name"], "params": r["method"]["params"], "models": r["models"]["name"],
+                "protocol": r["protocol"]["name"], "category": r["category"], "seed": r["seed"],
+                "source": short(source), "target": short(target),
+                "teacher_id": r["eval_sets"][source]["teacher_acc"], "student_id": r["eval_sets"][source]["student_acc"],
+                "teacher_ood": r["eval_sets"][target]["teacher_acc"], "student_ood": r["eval_sets"][target]["student_acc"],
+                **metric,
+            })
+    return pd.DataFrame(rows)
+
+
+def summarise(cells: pd.DataFrame) -> pd.Series:
+    """Mean over cells and seeds, with the spread (std of per-seed means) as ``<col>_sd``."""
+    per_seed = cells.groupby("seed")[COLUMNS].mean()
+    mean = per_seed.mean()
+    spread = per_seed.std(ddof=1) if len(per_seed) > 1 else per_seed.mean() * float("nan")
+    return pd.concat([mean, spread.add_suffix("_sd"), pd.Series({"cells": len(cells) // len(per_seed),
+                                                                 "seeds": len(per_seed)})])
+
+
+def _fmt(value: float, sd: float | None = None, signed: bool = False) -> str:
+    text = f"{value:+.1f}" if signed else f"{value:.1f}"
+    return text if sd is None or pd.isna(sd) else f"{text}±{sd:.1f}"
+
+
+def cell_table(results: list[dict]) -> str:
+    """The run's table: each source -> target cell (mean over seeds), then the overall mean."""
+    cells = cell_rows(results)
+    if cells.empty:
+        return "(no results)"
+    lines = []
+    grouped = cells.groupby(["source", "target"], sort=False)
+    header = ["source", "target", *(HEADERS[c] for c in COLUMNS)]
+    body = []
+    for (source, target), group in grouped:
+        per_seed = group[COLUMNS]
+        sd = per_seed.std(ddof=1) if len(per_seed) > 1 else None
+        body.append([source, target, *(_fmt(per_seed[c].mean(), None if sd is None else sd[c], c in ("wrg", "aog", "nts"))
+                                       for c in COLUMNS)])
+    summary = summarise(cells)
+    body.append([f"mean ({int(summary['cells'])} cells", f"x {int(summary['seeds'])} seeds)",
+                 *(_fmt(summary[c], summary[f"{c}_sd"], c in ("wrg", "aog", "nts")) for c in COLUMNS)])
+    widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
+    for row in [header, *body]:
+        lines.append("  ".join(str(v).ljust(w) if i < 2 else str(v).rjust(w) for i, (v, w) in enumerate(zip(row, widths))))
+    lines.insert(1, "-" * len(lines[0]))
+    lines.insert(len(lines) - 1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def method_table(results: list[dict]) -> pd.DataFrame:
+    """One row per (method, params, model pair, protocol): means over cells and seeds with spreads."""
+    cells = cell_rows(results)
+    if cells.empty:
+        return pd.DataFrame()
+    cells["params"] = cells["params"].map(lambda p: ", ".join(f"{k}={v}" for k, v in sorted(p.items())))
+    rows = []
+    for (protocol, models, method, params), group in cells.groupby(["protocol", "models", "method", "params"]):
+        summary = summarise(group)
+        rows.append({"protocol": protocol, "models": models, "method": method, "params": params,
+                     **{HEADERS[c]: _fmt(summary[c], summary[f"{c}_sd"], c in ("wrg", "aog", "nts")) for c in COLUMNS},
+                     "cells": int(summary["cells"]), "seeds": int(summary["seeds"]), "_nts": summary["nts"]})
+    return pd.DataFrame(rows).sort_values("_nts", ascending=False).drop(columns="_nts").reset_index(drop=True)

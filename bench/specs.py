@@ -1,0 +1,122 @@
+"""Frozen specs: the protocol is data, not code paths.
+
+A ``DatasetSpec`` says where pairs come from, a ``ProtocolSpec`` which datasets are sources and
+targets and how much of each is used, a ``ModelPairSpec`` which weak teacher and strong student
+are trained and how. Everything that decides a number is in one of these, and each has a stable
+hash that goes into every result.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+def frozen_map(mapping: dict[str, Any] | None = None, **kwargs: Any) -> tuple[tuple[str, Any], ...]:
+    """A dict as a sorted tuple of items, so that it can live in a frozen, hashable spec."""
+    items = {**(mapping or {}), **kwargs}
+    return tuple(sorted((k, frozen_map(v) if isinstance(v, dict) else v) for k, v in items.items()))
+
+
+def canonical_json(obj: Any) -> str:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        obj = dataclasses.asdict(obj)
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+
+
+def stable_hash(obj: Any, length: int = 16) -> str:
+    """sha256 of the canonical JSON of ``obj``: the same on every machine and Python version."""
+    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One preference dataset, turned into (prompt messages, chosen, rejected) pairs."""
+
+    name: str
+    category: str                      # e.g. "helpful" or "harmless"; siblings share it
+    loader: str                        # "module:function" -> function(spec, split, limit) -> list[Pair]
+    train_split: str
+    test_split: str
+    license: str
+    normalizer: str                    # how a raw row becomes a pair, in words
+    description: str
+    options: tuple[tuple[str, Any], ...] = ()   # keyword arguments for the loader
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.options)
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    """A zero-shot preference-shift protocol: every dataset is a source; its category siblings are its targets."""
+
+    name: str
+    version: str
+    description: str
+    categories: tuple[tuple[str, tuple[str, ...]], ...]   # category -> dataset names
+    train_pool_size: int               # pairs taken from each source's train split (split in halves A and B)
+    test_size: int                     # pairs taken from each test split (ID and OOD)
+    seeds: tuple[int, ...]             # the seeds a complete evaluation runs
+    max_length: int                    # tokens per (prompt, response) sequence
+    truncation: str = "prompt from the left (keeps the latest turn) down to a quarter of the budget, then the response from the right"
+
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        return tuple(name for _, names in self.categories for name in names)
+
+    def category_of(self, dataset: str) -> str:
+        for category, names in self.categories:
+            if dataset in names:
+                return category
+        raise KeyError(dataset)
+
+    def targets_of(self, source: str) -> tuple[str, ...]:
+        category = self.category_of(source)
+        return tuple(name for name in dict(self.categories)[category] if name != source)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A backbone to load with transformers, plus a scalar reward head."""
+
+    name: str
+    path: str                          # hub id or local folder
+    path_resolver: str | None = None   # "module:function" returning a local folder (offline packages)
+    revision: str | None = None        # hub revision to pin; the resolved commit is recorded either way
+    architecture: Literal["encoder", "decoder"] = "encoder"
+    num_layers: int | None = None      # keep only the first k transformer layers (None: all)
+    dtype: str = "float32"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How one reward model is trained. Batch size counts pairs (each pair is two sequences)."""
+
+    learning_rate: float
+    epochs: int
+    batch_size: int
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    freeze_word_embeddings: bool = False
+
+
+@dataclass(frozen=True)
+class ModelPairSpec:
+    """A weak teacher and a strong student, with how each is trained and per-pair method defaults."""
+
+    name: str
+    description: str
+    weak: ModelSpec
+    strong: ModelSpec
+    teacher_train: TrainConfig
+    student_train: TrainConfig
+    score_batch_size: int = 64
+    method_defaults: tuple[tuple[str, Any], ...] = field(default=())   # method -> frozen_map of params
+
+    def defaults_for(self, method: str) -> dict[str, Any]:
+        return dict(dict(self.method_defaults).get(method, ()))

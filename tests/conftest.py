@@ -1,0 +1,38 @@
+import dataclasses
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def small_protocol():
+    """mini, shrunk: one category with two domains, a few dozen pairs each."""
+    from bench.protocols import PROTOCOLS
+
+    return dataclasses.replace(PROTOCOLS.get("mini"), name="mini-test",
+                               categories=(("helpful", ("mini/recipes", "mini/travel")),),
+                               train_pool_size=48, test_size=24, seeds=(0,))
+
+
+@pytest.fixture(scope="session")
+def small_models():
+    """The tiny pair with a 2-layer student and few steps, so an end-to-end run takes seconds."""
+    from bench.protocols import MODEL_PAIRS
+
+    tiny = MODEL_PAIRS.get("tiny")
+    return dataclasses.replace(
+        tiny, name="tiny-test",
+        strong=dataclasses.replace(tiny.strong, num_layers=2),
+        teacher_train=dataclasses.replace(tiny.teacher_train, epochs=1),
+        student_train=dataclasses.replace(tiny.student_train, epochs=1),
+    )
+
+
+@pytest.fixture(scope="session")
+def strong_spec():
+    from bench.protocols import MODEL_PAIRS
+
+    return MODEL_PAIRS.get("tiny").strong
