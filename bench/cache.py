@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from bench.io import atomic_write_json, sha256_file
-from bench.specs import stable_hash
+from bench.specs import stable_hash, to_plain
 
 MANIFEST = "manifest.json"
 
@@ -48,7 +48,7 @@ class Cache:
         try:
             write(staging)
             files = {str(p.relative_to(staging)): sha256_file(p) for p in sorted(staging.rglob("*")) if p.is_file()}
-            atomic_write_json(staging / MANIFEST, {"key": key, "inputs": inputs, "files": files})
+            atomic_write_json(staging / MANIFEST, {"key": key, "inputs": to_plain(inputs), "files": files})
             if final.exists():  # a concurrent writer got there first, or a stale invalid entry
                 shutil.rmtree(final, ignore_errors=True)
             staging.rename(final)

@@ -44,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="one row per method from a results folder, ranked by NTS")
     report.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    report.add_argument("--by", choices=["category", "source"], help="one row per method and category (or source)")
+
+    verify = sub.add_parser("verify", help="recompute every cell's accuracies and metrics from its per-pair scores")
+    verify.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
     return parser
 
 
@@ -113,7 +117,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from bench.report import method_table
     from bench.results import find_cells
 
-    table = method_table(find_cells(args.out))
+    table = method_table(find_cells(args.out), by=args.by)
     if table.empty:
         print(f"no finished results under {args.out}", file=sys.stderr)
         return 1
@@ -121,11 +125,32 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from bench.results import RESULT_FILE, load_cell, recompute
+
+    folders = sorted(p.parent for p in Path(args.out).rglob(RESULT_FILE))
+    if not folders:
+        print(f"no results under {args.out}", file=sys.stderr)
+        return 1
+    bad = 0
+    for folder in folders:
+        if load_cell(folder) is None:
+            problems = ["incomplete: result.json unreadable, wrong schema, or scores file missing or changed"]
+        else:
+            problems = recompute(folder)
+        bad += bool(problems)
+        print(f"{'FAIL' if problems else 'ok  '} {folder}" + "".join(f"\n     {p}" for p in problems))
+    print(f"{len(folders) - bad} of {len(folders)} cells recompute exactly from their per-pair scores")
+    return 1 if bad else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    from bench.errors import BenchError
+
     args = build_parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "list": cmd_list, "report": cmd_report}[args.command](args)
-    except (KeyError, ValueError, ImportError) as error:
+        return {"run": cmd_run, "list": cmd_list, "report": cmd_report, "verify": cmd_verify}[args.command](args)
+    except BenchError as error:
         print(f"bench: error: {error}", file=sys.stderr)
         return 2
 

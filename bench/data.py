@@ -5,6 +5,7 @@ import json
 import random
 from dataclasses import dataclass, field
 
+from bench.errors import BenchError
 from bench.specs import DatasetSpec, ProtocolSpec
 
 Message = tuple[str, str]  # (role, content)
@@ -51,7 +52,7 @@ def load_pairs(spec: DatasetSpec, split: str, limit: int) -> list[Pair]:
 
     pairs = import_object(spec.loader)(spec, split, limit)
     if not pairs:
-        raise ValueError(f"dataset {spec.name!r} split {split!r} has no usable pairs: check its files or its filters")
+        raise BenchError(f"dataset {spec.name!r} split {split!r} has no usable pairs: check its files or its filters")
     return pairs
 
 

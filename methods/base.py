@@ -17,6 +17,8 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, ValidationError
 from torch import nn
 
+from bench.errors import BadParamsError
+
 
 class NoParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -73,5 +75,5 @@ def parse_params(cls: type[Method], values: dict[str, object]) -> BaseModel:
         return cls.Params(**values)
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}" for e in error.errors())
-        raise ValueError(f"bad params for method {cls.name!r}: {problems}. "
+        raise BadParamsError(f"bad params for method {cls.name!r}: {problems}. "
                          f"Valid params: {describe_params(cls)}") from None

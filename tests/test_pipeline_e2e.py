@@ -27,6 +27,24 @@ def test_results_recompute_from_per_pair_scores(runs):
         assert recompute(folder) == []
 
 
+def test_bench_verify_passes_then_catches_a_changed_number(runs, tmp_path, capsys):
+    import shutil
+
+    from bench.cli import main
+
+    out, *_ = runs
+    assert main(["verify", "--out", str(out)]) == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    result_file = next(copy.rglob(RESULT_FILE))
+    result = json.loads(result_file.read_text())
+    source = result["source"]
+    result["eval_sets"][source]["student_acc"] += 1.0
+    result_file.write_text(json.dumps(result))
+    assert main(["verify", "--out", str(copy)]) == 1
+    assert "student accuracy" in capsys.readouterr().out
+
+
 def test_result_records_provenance(runs, small_protocol):
     _, _, naive, _ = runs
     result = naive[0]

@@ -3,7 +3,8 @@ import dataclasses
 import pytest
 
 from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
-from bench.registry import Registry, UnknownNameError
+from bench.errors import UnknownNameError
+from bench.registry import Registry
 from bench.specs import stable_hash
 
 
@@ -45,3 +46,13 @@ def test_mini_has_the_shape_of_the_real_protocol():
 def test_tiny_pair_weak_is_a_cut_of_strong():
     tiny = MODEL_PAIRS.get("tiny")
     assert tiny.weak.path == tiny.strong.path and tiny.weak.num_layers == 1 and tiny.strong.num_layers is None
+
+
+def test_stable_hash_reads_nested_specs_as_data():
+    from bench.specs import canonical_json
+
+    tiny = MODEL_PAIRS.get("tiny")
+    text = canonical_json({"pair": tiny})
+    assert '"num_layers":1' in text and "ModelSpec(" not in text
+    with pytest.raises(TypeError):
+        stable_hash({"x": object()})

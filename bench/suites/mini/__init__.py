@@ -137,11 +137,12 @@ def generate(domain: Domain, split: str, n: int, *, cue_strength: float, sibling
              seed: int) -> list[Pair]:
     """``n`` pairs of ``domain``'s ``split`` ("train" or "test"); the same arguments give the same pairs."""
     from bench.data import Pair
+    from bench.errors import BenchError
 
     if split not in ("train", "test"):
-        raise ValueError(f"mini datasets have splits 'train' and 'test', not {split!r}")
+        raise BenchError(f"mini datasets have splits 'train' and 'test', not {split!r}")
     if not 0.0 <= cue_strength <= 1.0:
-        raise ValueError(f"cue_strength must lie in [0, 1], got {cue_strength}")
+        raise BenchError(f"cue_strength must lie in [0, 1], got {cue_strength}")
     all_domains = domains()
     siblings = [d.cue for d in all_domains.values() if d.category == domain.category and d.name != domain.name]
     bank = domain.bank
