@@ -105,7 +105,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     elif args.what == "models":
         for name in MODEL_PAIRS.names():
             m = MODEL_PAIRS.get(name)
-            print(f"{name}: weak {m.weak.name} ({m.weak.path}), strong {m.strong.name} ({m.strong.path})\n  {m.description}")
+            defaults = "; ".join(f"{method}: " + ", ".join(f"{k}={v}" for k, v in params) for method, params in m.method_defaults)
+            print(f"{name}: weak {m.weak.name} ({m.weak.path}), strong {m.strong.name} ({m.strong.path})\n"
+                  f"  {m.description}\n  method defaults: {defaults or 'none'}")
     else:
         for name in DATASETS.names():
             d = DATASETS.get(name)

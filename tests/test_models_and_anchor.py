@@ -104,3 +104,5 @@ def test_bad_params_fail_with_the_valid_ones():
         make_method("anchor", {"layers": "first"})
     assert make_method("anchor", {"lam": "1e-3"}).params.lam == 1e-3
     assert make_method("anchor", {}, {"lam": 0.5}).params.lam == 0.5
+    with pytest.raises(ValueError, match=r"the model pair sets lam=0.5"):
+        make_method("anchor", {"lam": "x"}, {"lam": 0.5})
