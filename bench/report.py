@@ -37,7 +37,7 @@ def summarise(cells: pd.DataFrame) -> pd.Series:
     """Mean over cells and seeds, with the spread (std of per-seed means) as ``<col>_sd``."""
     per_seed = cells.groupby("seed")[COLUMNS].mean()
     mean = per_seed.mean()
-    spread = per_seed.std(ddof=1) if len(per_seed) > 1 else per_seed.mean() * float("nan")
+    spread = per_seed.std(ddof=1) if len(per_seed) > 1 else pd.Series(float("nan"), index=per_seed.columns)
     return pd.concat([mean, spread.add_suffix("_sd"), pd.Series({"cells": len(cells) // len(per_seed),
                                                                  "seeds": len(per_seed)})])
 

@@ -1,16 +1,14 @@
-from collections import Counter
+import random
 
 from bench.data import load_pairs
 from bench.protocols import DATASETS, PROTOCOLS
-from bench.suites.mini import CUES, domains, generate
+from bench.suites.mini import _ELABORATIONS, CUES, domains, generate
 
 
 def _has_cue(cue: str, text: str) -> bool:
-    probe = CUES[cue].apply("X", __import__("random").Random(0))
     if cue == "length":
-        from bench.suites.mini import _ELABORATIONS
         return any(e in text for e in _ELABORATIONS)
-    prefix, suffix = probe.split("X")
+    prefix, suffix = CUES[cue].apply("X", random.Random(0)).split("X")
     return (not prefix or prefix in text) and (not suffix or suffix in text)
 
 
