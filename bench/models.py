@@ -18,6 +18,7 @@ from torch import nn
 
 from bench.data import Message
 from bench.errors import BenchError
+from bench.io import sha256_file
 from bench.registry import import_object
 from bench.specs import ModelSpec
 
@@ -35,13 +36,9 @@ def resolve_path(spec: ModelSpec) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _folder_weights_sha256(folder: str) -> str:
-    digest = hashlib.sha256()
-    for file in sorted(p for p in Path(folder).iterdir() if p.suffix in (".safetensors", ".bin")):
-        digest.update(file.name.encode())
-        with open(file, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
+    """sha256 over the names and sha256s of a folder's weight files (hashed once per process)."""
+    files = sorted(p for p in Path(folder).iterdir() if p.suffix in (".safetensors", ".bin"))
+    return hashlib.sha256("".join(f"{f.name}:{sha256_file(f)}\n" for f in files).encode()).hexdigest()
 
 
 def weights_revision(spec: ModelSpec) -> dict:
