@@ -21,12 +21,19 @@ def parse_param(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bench", description="ShiftBench: weak-to-strong reward models under preference shift.")
-    sub = parser.add_subparsers(dest="command", required=True)
+def parse_grid(text: str) -> tuple[str, list[str]]:
+    key, values = parse_param(text)
+    points = [v.strip() for v in values.split(",") if v.strip()]
+    if not points:
+        raise argparse.ArgumentTypeError(f"--grid takes key=v1,v2,..., got {text!r} (e.g. --grid lam=1e-5,1e-4)")
+    return key, points
 
-    run = sub.add_parser("run", help="train and score one method on a protocol, cell by cell")
-    run.add_argument("--method", required=True, help="method name (bench list methods)")
+
+def add_run_arguments(run: argparse.ArgumentParser) -> None:
+    """What `bench run` and `bench sweep` share."""
+    run.add_argument("--method", help="method name (bench list methods); optional with a --method-file that defines one")
+    run.add_argument("--method-file", type=Path, metavar="FILE.py",
+                     help="a Python file defining a Method subclass (see docs/adding-a-method.md)")
     run.add_argument("--protocol", default="mini", help="protocol name (default: mini)")
     run.add_argument("--models", default="tiny", help="model pair name (default: tiny)")
     run.add_argument("--source", nargs="+", metavar="NAME", help="sources to run (default: every dataset of the protocol)")
@@ -38,6 +45,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cache-dir", type=Path, default=None,
                      help="teacher cache (default: $SHIFTBENCH_CACHE or ~/.cache/shiftbench)")
     run.add_argument("--force", action="store_true", help="recompute cells that already have results")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench", description="ShiftBench: weak-to-strong reward models under preference shift.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="train and score one method on a protocol, cell by cell")
+    add_run_arguments(run)
+
+    sweep = sub.add_parser("sweep", help="run a method over a grid of params; each point is its own result")
+    add_run_arguments(sweep)
+    sweep.add_argument("--grid", action="append", type=parse_grid, default=[], metavar="KEY=V1,V2,...", required=True,
+                       help="values of one param, repeatable; the sweep runs every combination "
+                            "(e.g. --grid lam=1e-5,1e-4,1e-3 --grid layers=last,mid)")
 
     ls = sub.add_parser("list", help="list registered methods, protocols, model pairs or datasets")
     ls.add_argument("what", choices=["methods", "protocols", "models", "datasets"])
@@ -64,11 +85,25 @@ def resolve_sources(protocol, names: list[str] | None) -> list[str]:
     return [choices.canonical(name) for name in names]
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from bench.pipeline import run
-    from bench.protocols import MODEL_PAIRS, PROTOCOLS
-    from bench.report import cell_table
+def chosen_method(args: argparse.Namespace) -> str:
+    """--method, or the one method a --method-file defines (registered either way)."""
+    from bench.errors import BenchError
+    from methods import load_method_file
 
+    defined = load_method_file(args.method_file) if args.method_file else []
+    if args.method:
+        return args.method
+    if len(defined) == 1:
+        return defined[0]
+    if defined:
+        raise BenchError(f"{args.method_file} defines {', '.join(defined)}; pick one with --method")
+    raise BenchError("say which method to run: --method NAME (bench list methods) or --method-file FILE.py")
+
+
+def run_settings(args: argparse.Namespace):
+    from bench.protocols import MODEL_PAIRS, PROTOCOLS
+
+    method = chosen_method(args)
     protocol = PROTOCOLS.get(args.protocol)
     models = MODEL_PAIRS.get(args.models)
     sources = resolve_sources(protocol, args.source)
@@ -76,7 +111,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not args.seeds and len(protocol.seeds) > 1:
         print(f"[bench] seed {seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
               f"pass --seeds {' '.join(map(str, protocol.seeds))} for all of them", file=sys.stderr)
-    results = run(protocol, models, args.method, dict(args.param), sources, seeds, args.out,
+    return method, protocol, models, sources, seeds
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from bench.pipeline import run
+    from bench.report import cell_table
+
+    method_name, protocol, models, sources, seeds = run_settings(args)
+    results = run(protocol, models, method_name, dict(args.param), sources, seeds, args.out,
                   args.cache_dir or default_cache_dir(), force=args.force,
                   command=shlex.join(["bench", *sys.argv[1:]]))
     method = results[0]["method"]
@@ -88,14 +131,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from bench.report import method_table
+    from bench.sweep import run_sweep
+
+    method_name, protocol, models, sources, seeds = run_settings(args)
+    results = run_sweep(protocol, models, method_name, dict(args.param), args.grid, sources, seeds, args.out,
+                        args.cache_dir or default_cache_dir(), force=args.force,
+                        command=shlex.join(["bench", *sys.argv[1:]]))
+    print(f"\n{method_name} sweep on {protocol.name} v{protocol.version} with {models.name}: one row per grid point")
+    print(method_table(results).to_string(index=False))
+    print(f"\nresults: {args.out}/{protocol.name}/{models.name}/")
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
-    from methods import METHODS, describe_params
+    from methods import METHODS, describe_params, get_method_class, load_plugins, method_origin
 
     if args.what == "methods":
+        load_plugins()
         for name in METHODS.names():
-            cls = METHODS.get(name)
-            print(f"{name:10s} {cls.summary}\n{'':10s} params: {describe_params(cls)}")
+            cls = get_method_class(name)
+            origin = method_origin(cls)
+            where = "" if origin["kind"] == "built-in" else f" [{origin['kind']}: {origin.get('distribution') or origin.get('file')}]"
+            print(f"{name:11s} {cls.summary}{where}\n{'':11s} params: {describe_params(cls)}\n{'':11s} paper: {cls.paper}")
     elif args.what == "protocols":
         for name in PROTOCOLS.names():
             p = PROTOCOLS.get(name)
@@ -151,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "list": cmd_list, "report": cmd_report, "verify": cmd_verify}[args.command](args)
+        return {"run": cmd_run, "sweep": cmd_sweep, "list": cmd_list, "report": cmd_report, "verify": cmd_verify}[args.command](args)
     except BenchError as error:
         print(f"bench: error: {error}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bench.errors import BenchError
 from bench.specs import DatasetSpec, ProtocolSpec
@@ -47,13 +48,28 @@ class OrderedPair:
         return self.pair.rejected if self.a_is_chosen else self.pair.chosen
 
 
-def load_pairs(spec: DatasetSpec, split: str, limit: int) -> list[Pair]:
+@dataclass
+class LoadedSplit:
+    """The pairs of one split and where they came from (source, files or Hub commit, rows read/kept/dropped)."""
+
+    pairs: list[Pair]
+    provenance: dict
+
+
+def load_pairs(spec: DatasetSpec, split: str, limit: int, data_dir: Path | None = None) -> LoadedSplit:
+    """The first ``limit`` pairs of ``split`` through the spec's loader, ``loader(spec, split, limit, data_dir)``.
+
+    ``data_dir`` is a local folder to read real datasets from instead of the Hub (layout:
+    bench/datasets/loading.py); generated datasets ignore it.
+    """
     from bench.registry import import_object
 
-    pairs = import_object(spec.loader)(spec, split, limit)
-    if not pairs:
+    loaded = import_object(spec.loader)(spec, split, limit, data_dir)
+    if not isinstance(loaded, LoadedSplit):
+        raise TypeError(f"loader {spec.loader!r} returned a {type(loaded).__name__}, not a LoadedSplit")
+    if not loaded.pairs:
         raise BenchError(f"dataset {spec.name!r} split {split!r} has no usable pairs: check its files or its filters")
-    return pairs
+    return loaded
 
 
 def sub_seed(seed: int, stage: str) -> int:

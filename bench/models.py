@@ -1,23 +1,29 @@
-"""Reward models: a transformers backbone with a scalar head, and the exact token layout they read.
+"""Reward models: a transformers backbone with a scalar head; batches; the frozen reference.
 
 ``AutoModelForSequenceClassification(num_labels=1)`` is the reward model for both families:
-encoders read the first token ([CLS]); decoders the last non-pad token. Dropout is switched off
-everywhere, in training as well as scoring (as TRL's RewardTrainer does by default): scores are
-then a pure function of the weights, and ANCHOR's penalty is exactly zero before the first step.
+encoders read the first token ([CLS]); decoders the last token whose id is not the pad id, and
+the pad id is one the tokenizer can never produce (``bench.formatting.dedicated_pad_id``), so with
+right padding that is always the sequence's last real token. Dropout is switched off everywhere,
+in training as well as scoring (as TRL's RewardTrainer does by default): scores are then a pure
+function of the weights, and ANCHOR's penalty is exactly zero before the first step.
+The token layout (what a model reads) lives in ``bench.formatting``.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from torch import nn
 
-from bench.data import Message
 from bench.errors import BenchError
+from bench.formatting import (DecoderFormatter, Encoded, EncoderFormatter, dedicated_pad_id,  # noqa: F401 (re-exported)
+                              formatter_for, prompt_text)
 from bench.io import sha256_file
 from bench.registry import import_object
 from bench.specs import ModelSpec
@@ -67,22 +73,109 @@ def load_tokenizer(spec: ModelSpec):
     return AutoTokenizer.from_pretrained(resolve_path(spec), revision=spec.revision)
 
 
+def resolve_dtype(name: str) -> torch.dtype:
+    """``auto``: bfloat16 on a CUDA device that supports it, else float32 (bf16 on CPU is slow and
+    fp16 overflows in training). The resolved dtype is what to record in results."""
+    if name == "auto":
+        return torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float32
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise BenchError(f"dtype {name!r} is not a torch floating-point type; use float32, bfloat16, float16 or auto")
+    return dtype
+
+
+DECODER_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+class LoraSettings(BaseModel):
+    """ModelSpec.lora, checked. Defaults target every linear layer of a Llama/Qwen2-style block."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    r: int = Field(gt=0)
+    alpha: float = Field(gt=0)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)   # dropout is switched off everywhere anyway (see above)
+    target_modules: tuple[str, ...] = DECODER_LORA_TARGETS
+
+
+def lora_settings(spec: ModelSpec) -> LoraSettings | None:
+    if spec.lora is None:
+        return None
+    try:
+        return LoraSettings(**dict(spec.lora))
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise BenchError(f"model {spec.name!r}: bad lora settings ({problems}); expected "
+                         f"r=int, alpha=float, dropout=float, target_modules=tuple of module names") from None
+
+
+def head_of(model: nn.Module) -> tuple[str, nn.Module]:
+    """The scalar reward head: ``score`` on decoders, ``classifier`` on BERT-style encoders."""
+    for name in ("score", "classifier"):
+        if isinstance(getattr(model, name, None), nn.Module):
+            return name, getattr(model, name)
+    raise BenchError(f"{type(model).__name__} has no score or classifier head to train as a reward head")
+
+
+def _float32_head(model: nn.Module) -> None:
+    """Keep the reward head in float32 when the backbone is not: its updates are small against its
+    weights, and bf16 would round many of them away. Its input is cast up on the way in."""
+    _, head = head_of(model)
+    head.float()
+    head.register_forward_pre_hook(lambda module, args: tuple(a.float() if torch.is_tensor(a) else a for a in args))
+
+
+def _apply_lora(model: nn.Module, spec: ModelSpec, settings: LoraSettings) -> nn.Module:
+    """peft LoRA on the backbone; the head is trained in full (``modules_to_save``). peft keeps the
+    adapters in float32 over a bf16 backbone (``autocast_adapter_dtype``)."""
+    try:
+        from peft import LoraConfig, TaskType, get_peft_model
+    except ImportError:
+        raise BenchError(f"model {spec.name!r} asks for LoRA, which needs peft: pip install -e '.[lora]'") from None
+    head_name, _ = head_of(model)
+    config = LoraConfig(task_type=TaskType.SEQ_CLS, r=settings.r, lora_alpha=settings.alpha,
+                        lora_dropout=settings.dropout, target_modules=list(settings.target_modules),
+                        modules_to_save=[head_name])
+    try:
+        return get_peft_model(model, config)
+    except ValueError as error:  # e.g. target modules not found in the model
+        raise BenchError(f"model {spec.name!r}: LoRA could not be applied: {error}") from None
+
+
 def load_reward_model(spec: ModelSpec, seed: int) -> nn.Module:
-    """The backbone with a freshly initialised scalar head; ``seed`` fixes the head's initial weights."""
+    """The backbone with a freshly initialised scalar head; ``seed`` fixes the head's (and LoRA's) initial weights.
+
+    Decoders get the dedicated pad id (the embedding matrix grows by the rows needed to hold it,
+    which are never attended to) and no KV cache. Options from the spec: dtype, gradient
+    checkpointing (non-reentrant, so frozen embeddings and LoRA need no input-grad hooks), LoRA.
+    """
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging
 
+    dtype = resolve_dtype(spec.dtype)
+    settings = lora_settings(spec)
     overrides = {"num_hidden_layers": spec.num_layers} if spec.num_layers else {}
     torch.manual_seed(seed)
     verbosity = logging.get_verbosity()
     logging.set_verbosity_error()  # cutting layers and adding a head are intended, not news
     try:
         model = AutoModelForSequenceClassification.from_pretrained(
-            resolve_path(spec), revision=spec.revision, num_labels=1, dtype=getattr(torch, spec.dtype), **overrides)
+            resolve_path(spec), revision=spec.revision, num_labels=1, dtype=dtype, **overrides)
     finally:
         logging.set_verbosity(verbosity)
-    if model.config.pad_token_id is None:
-        raise BenchError(f"model {spec.name!r} has no pad token id; decoder support sets one (see issue 3)")
+    if spec.architecture == "decoder":
+        pad_id = dedicated_pad_id(load_tokenizer(spec))
+        if pad_id >= model.get_input_embeddings().num_embeddings:
+            model.resize_token_embeddings(pad_id + 1, mean_resizing=False)
+        model.config.pad_token_id = pad_id
+        model.config.use_cache = False
+    elif model.config.pad_token_id is None:
+        raise BenchError(f"model {spec.name!r} has no pad token id; set one in its config")
+    if dtype != torch.float32:
+        _float32_head(model)
+    if spec.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if settings is not None:
+        model = _apply_lora(model, spec, settings)
     return disable_dropout(model)
 
 
@@ -92,68 +185,48 @@ def frozen_copy(model: nn.Module) -> nn.Module:
     return reference
 
 
+def is_lora_model(model: nn.Module) -> bool:
+    try:
+        from peft import PeftModel
+    except ImportError:
+        return False
+    return isinstance(model, PeftModel)
+
+
+class FrozenReference:
+    """The pretrained model's hidden states on a batch, without gradients, for penalties like ANCHOR's.
+
+    For a LoRA model it is the same model with its adapters switched off (the backbone is frozen
+    under LoRA, so that is exactly the pretrained model) and holds no second copy of the weights;
+    otherwise it holds a frozen deep copy taken when it is made, i.e. before training.
+    """
+
+    def __init__(self, model: nn.Module):
+        self.shares_weights = is_lora_model(model)
+        self.model = model if self.shares_weights else frozen_copy(model)
+
+    @torch.no_grad()
+    def hidden_states(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        switch = self.model.disable_adapter() if self.shares_weights else contextlib.nullcontext()
+        with switch:
+            return self.model(**model_inputs(batch), output_hidden_states=True).hidden_states
+
+
+def frozen_reference(model: nn.Module) -> FrozenReference:
+    """Make it before the first training step (see ``FrozenReference``)."""
+    return FrozenReference(model)
+
+
 def num_layers(model: nn.Module) -> int:
     return int(model.config.num_hidden_layers)
 
 
-# --- token layout ---------------------------------------------------------------------------------
-@dataclass(slots=True)
-class Encoded:
-    """One (prompt, response) sequence: ``response_mask`` is 1 exactly on the response's own tokens."""
-
-    input_ids: list[int]
-    token_type_ids: list[int]
-    response_mask: list[int]
-    truncated: bool
+def model_provenance(spec: ModelSpec) -> dict[str, Any]:
+    """How a model is loaded beyond its spec: the dtype ``auto`` resolved to on this machine."""
+    return {"dtype": str(resolve_dtype(spec.dtype)).removeprefix("torch.")}
 
 
-def prompt_text(prompt: tuple[Message, ...]) -> str:
-    """Chat messages as plain text for an encoder: a lone user turn as is, otherwise 'role: content' lines."""
-    if len(prompt) == 1 and prompt[0][0] == "user":
-        return prompt[0][1]
-    return "\n".join(f"{role}: {content}" for role, content in prompt)
-
-
-class EncoderFormatter:
-    """[CLS] prompt [SEP] response [SEP] (or the tokenizer's own pair template), built from token ids.
-
-    The prompt and the response are tokenized separately and joined by the tokenizer's post-processor,
-    so the response mask is exact: it comes from the post-processor's sequence ids, not from
-    re-tokenizing a concatenated string. Truncation: the prompt from the left (the latest turn is
-    kept) down to a quarter of the budget, then the response from the right.
-    """
-
-    def __init__(self, tokenizer, max_length: int):
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        if backend is None:
-            raise TypeError("encoder reward models need a fast (tokenizers-backed) tokenizer")
-        self.backend = copy.deepcopy(backend)
-        self.backend.no_truncation()
-        self.backend.no_padding()
-        self.max_length = max_length
-        self.budget = max_length - self.backend.num_special_tokens_to_add(True)
-        if self.budget < 8:
-            raise BenchError(f"max_length {max_length} leaves no room for a prompt and a response")
-
-    def encode(self, prompt: tuple[Message, ...], response: str) -> Encoded:
-        p = self.backend.encode(prompt_text(prompt), add_special_tokens=False)
-        r = self.backend.encode(response, add_special_tokens=False)
-        excess = len(p.ids) + len(r.ids) - self.budget
-        if excess > 0:
-            keep_prompt = max(len(p.ids) - excess, min(len(p.ids), self.budget // 4))
-            p.truncate(keep_prompt, direction="left")
-            r.truncate(self.budget - keep_prompt, direction="right")
-        full = self.backend.post_process(p, r, add_special_tokens=True)
-        return Encoded(input_ids=list(full.ids), token_type_ids=list(full.type_ids),
-                       response_mask=[int(s == 1) for s in full.sequence_ids], truncated=excess > 0)
-
-
-def formatter_for(spec: ModelSpec, tokenizer, max_length: int) -> EncoderFormatter:
-    if spec.architecture == "encoder":
-        return EncoderFormatter(tokenizer, max_length)
-    raise BenchError(f"model {spec.name!r}: decoder reward models (chat templates) are not supported yet")
-
-
+# --- batches ----------------------------------------------------------------------------------------
 def collate(sequences: list[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
     """Right-pad to the longest sequence; padding is masked out of attention and of the response mask."""
     width = max(len(s.input_ids) for s in sequences)
@@ -170,7 +243,12 @@ def collate(sequences: list[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
 
 
 def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    return {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+    """The forward's arguments. token_type_ids go only when some are non-zero: all zeros is what
+    every encoder assumes without them, and decoders (all zeros) have no such input."""
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    if "token_type_ids" in batch and bool(batch["token_type_ids"].any()):
+        inputs["token_type_ids"] = batch["token_type_ids"]
+    return inputs
 
 
 @torch.no_grad()

@@ -25,8 +25,8 @@ from bench.models import formatter_for, load_reward_model, load_tokenizer, score
 from bench.protocols import DATASETS, protocol_hash
 from bench.results import SCHEMA_VERSION, cell_dir, load_cell, params_slug, write_cell
 from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
-from bench.train import TrainExample, train_reward_model
-from methods import make_method
+from bench.train import TrainExample, train_reward_model, train_student
+from methods import make_method, method_origin
 from methods.base import Method
 from methods.naive import Naive
 
@@ -41,6 +41,7 @@ class RunContext:
     out: Path
     cache: Cache
     command: str = ""
+    data_dir: Path | None = None
 
     @cached_property
     def protocol_hash(self) -> str:
@@ -58,8 +59,8 @@ class RunContext:
     def pairs(self, dataset: str, split: str) -> list[Pair]:
         spec = DATASETS.get(dataset)
         if split == "train":
-            return load_pairs(spec, spec.train_split, self.protocol.train_pool_size)
-        return load_pairs(spec, spec.test_split, self.protocol.test_size)
+            return load_pairs(spec, spec.train_split, self.protocol.train_pool_size, self.data_dir).pairs
+        return load_pairs(spec, spec.test_split, self.protocol.test_size, self.data_dir).pairs
 
     @lru_cache(maxsize=None)
     def formatter(self, which: str):
@@ -70,6 +71,7 @@ class RunContext:
         """Everything that decides a cell's numbers; a finished cell is reused only when this matches."""
         return stable_hash({"protocol_hash": self.protocol_hash, "models": self.models, "revisions": self.revisions,
                             "method": self.method.name, "params": self.method.params.model_dump(),
+                            "method_code": method_origin(type(self.method)).get("sha256"),
                             "source": source, "seed": seed, "schema": SCHEMA_VERSION}, length=24)
 
     def __hash__(self) -> int:  # lru_cache on methods keys on self
@@ -107,21 +109,29 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
     else:
         targets = [1.0 if o.a_is_chosen else 0.0 for o in teacher.ordered]
 
-    # 5. student: the pretrained strong model, trained with the method's loss
+    # 5. student: the pretrained strong model, trained by the method (a rule-based method trains nothing)
     t = time.perf_counter()
     strong = ctx.formatter("strong")
-    student = load_reward_model(ctx.models.strong, seed=sub_seed(seed, "student-init"))
-    examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q)
-                for o, q in zip(teacher.ordered, targets)]
-    student_log = train_reward_model(student, examples, ctx.models.student_train, ctx.method,
-                                     seed=sub_seed(seed, "student-order"), desc=f"student {source} s{seed}")
+    examples: list[TrainExample] = []
+    student_log: dict = {"trained": False}
+    if ctx.method.trains:
+        student = load_reward_model(ctx.models.strong, seed=sub_seed(seed, "student-init"))
+        examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q)
+                    for o, q in zip(teacher.ordered, targets)]
+        student_log = train_student(student, examples, ctx.models.student_train, ctx.method,
+                                    seed=sub_seed(seed, "student-order"), desc=f"student {source} s{seed}")
     timings["student_train"] = time.perf_counter() - t
 
     # 6. score: the student on every eval set
     t = time.perf_counter()
-    student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student")
+    if ctx.method.trains:
+        student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student")
+        del student
+    else:
+        student_scores = {name: ([ctx.method.rule_reward(p.prompt, p.chosen) for p in pairs],
+                                 [ctx.method.rule_reward(p.prompt, p.rejected) for p in pairs])
+                          for name, pairs in evals.items()}
     timings["student_score"] = time.perf_counter() - t
-    del student
 
     # 7. metrics: accuracies, then WRG / AOG / NTS per target
     accuracies = {name: {"teacher": accuracy(*teacher.scores[name]), "student": accuracy(*student_scores[name])}
@@ -134,7 +144,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
         "schema_version": SCHEMA_VERSION,
         "cell_key": ctx.cell_key(source, seed),
         "protocol": {"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash},
-        "method": {"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels},
+        "method": {"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels,
+                   "trains": ctx.method.trains, "paper": ctx.method.paper, "origin": method_origin(type(ctx.method))},
         "models": {**to_plain(ctx.models),
                    "weak": {**to_plain(ctx.models.weak), "revision": ctx.revisions["weak"]},
                    "strong": {**to_plain(ctx.models.strong), "revision": ctx.revisions["strong"]}},

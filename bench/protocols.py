@@ -4,6 +4,7 @@ Specs are data: changing one changes its hash, and with it the hash recorded in 
 """
 from __future__ import annotations
 
+from bench.errors import BenchError
 from bench.registry import Registry
 from bench.specs import (DatasetSpec, ModelPairSpec, ModelSpec, ProtocolSpec, TrainConfig, frozen_map,
                          stable_hash)
@@ -78,5 +79,221 @@ MODEL_PAIRS.register("tiny", ModelPairSpec(
     teacher_train=TrainConfig(learning_rate=2e-4, epochs=2, batch_size=16, freeze_word_embeddings=True),
     student_train=TrainConfig(learning_rate=1e-4, epochs=1, batch_size=16, freeze_word_embeddings=True),
     score_batch_size=64,
-    method_defaults=frozen_map(anchor={"lam": 1.0}),
+    method_defaults=frozen_map({"anchor": {"lam": 1.0}, "anchor-mid": {"lam": 1.0}}),
 ))
+
+
+# --- the real protocol w2s-shift-v1 (bench/datasets) ---------------------------------------------
+# Six public preference datasets, three per category, read by bench/datasets/loading.py from the Hub
+# or from a local data dir (--data-dir; layout in that module's docstring). Each spec's `normalizer`
+# is the RULE of its normaliser module, so the words and the code that applies them live together.
+# Revisions are not pinned yet (the Hub could not be reached when these were written): every loaded
+# split records the commit it resolved to in its provenance; pin `revision` to those commits.
+#
+# Sizes. Train pool: the first 8,000 usable train pairs of each source, 4,000 per half (teacher A,
+# student B). Every train split but one has 38k-74k rows (HelpSteer3 38,459, HH helpful 43,835,
+# UltraFeedback 61,135, HH harmless 42,537, PKU ~73.9k); RAIL-HH-10K's has 8,000, so it gives all
+# its usable rows and 8,000 is the largest pool all six sources can fill alike. Test: the first
+# 1,000 usable pairs of each test split -- about what the smallest ones hold (RAIL test 1,000 rows,
+# HelpSteer3 validation 2,017 and UltraFeedback test_prefs 2,000 before ties are dropped), so every
+# eval set has the same size, and one accuracy's binomial standard error is at most sqrt(.25/1000)
+# = 1.6 points. Row counts are the dataset cards'.
+def _rule(module: str) -> str:
+    import importlib
+
+    return importlib.import_module(module).RULE
+
+
+_W2S_DATASETS = {
+    "helpful": {
+        "helpsteer3": dict(
+            hub_id="nvidia/HelpSteer3", config="preference", hub_data_dir=None, module="helpsteer3",
+            train_split="train", test_split="validation", license="CC-BY-4.0",
+            description="NVIDIA HelpSteer3, preference config: conversations in the general, STEM, code and "
+                        "multilingual domains, two responses, an annotated preference from -3 to 3. It has no "
+                        "test split: its validation split (2,017 rows) is the test split here; the train pool "
+                        "comes from its train split (38,459 rows)."),
+        "hh-helpful": dict(
+            hub_id="Anthropic/hh-rlhf", config=None, hub_data_dir="helpful-base", module="hh",
+            train_split="train", test_split="test", license="MIT",
+            description="Anthropic HH-RLHF, helpful-base: conversations with a model in which crowdworkers "
+                        "picked the more helpful final reply (train 43,835, test 2,354 rows)."),
+        "ultrafeedback": dict(
+            hub_id="HuggingFaceH4/ultrafeedback_binarized", config=None, hub_data_dir=None, module="ultrafeedback",
+            train_split="train_prefs", test_split="test_prefs", license="MIT",
+            description="UltraFeedback binarized by Hugging Face H4: prompts from many sources, four model "
+                        "completions rated by GPT-4; chosen is the one with the highest mean rating, rejected a "
+                        "random other one (train_prefs 61,135, test_prefs 2,000 rows)."),
+    },
+    "harmless": {
+        "hh-harmless": dict(
+            hub_id="Anthropic/hh-rlhf", config=None, hub_data_dir="harmless-base", module="hh",
+            train_split="train", test_split="test", license="MIT",
+            description="Anthropic HH-RLHF, harmless-base: red-teaming conversations in which crowdworkers "
+                        "picked the less harmful final reply (train 42,537, test 2,312 rows)."),
+        "pku-saferlhf": dict(
+            hub_id="PKU-Alignment/PKU-SafeRLHF", config="default", hub_data_dir=None, module="pku_saferlhf",
+            train_split="train", test_split="test", license="CC-BY-NC-4.0 (non-commercial)",
+            description="PKU-SafeRLHF, default config (responses of Alpaca-7B, Alpaca2-7B and Alpaca3-8B): "
+                        "prompts with two responses, each labelled safe or unsafe, and separate helpfulness and "
+                        "safety preferences; the safety one is used (train ~73.9k, test ~8.21k rows)."),
+        "rail-hh-10k": dict(
+            hub_id="responsible-ai-labs/RAIL-HH-10K", config=None, hub_data_dir=None, module="rail",
+            train_split="train", test_split="test",
+            license="unclear: MIT per the dataset card's metadata; an earlier card revision showed CC-BY-NC-4.0",
+            description="RAIL-HH-10K: HH-RLHF harmless conversations whose two responses are scored on eight "
+                        "responsible-AI dimensions; per its card chosen improves on rejected in 98.2% of rows "
+                        "(train 8,000, validation 1,000, test 1,000 rows)."),
+    },
+}
+
+for _category, _sets in _W2S_DATASETS.items():
+    for _name, _d in _sets.items():
+        _module = f"bench.datasets.{_d['module']}"
+        DATASETS.register(f"w2s/{_name}", DatasetSpec(
+            name=f"w2s/{_name}",
+            category=_category,
+            loader="bench.datasets.loading:load",
+            train_split=_d["train_split"],
+            test_split=_d["test_split"],
+            license=_d["license"],
+            normalizer=_rule(_module),
+            description=_d["description"],
+            options=frozen_map(hub_id=_d["hub_id"], config=_d["config"], hub_data_dir=_d["hub_data_dir"],
+                               revision=None, normalizer_module=_module, local_name=_name),
+        ))
+
+PROTOCOLS.register("w2s-shift-v1", ProtocolSpec(
+    name="w2s-shift-v1",
+    version="1.0",
+    description="Zero-shot preference shift on six public datasets: helpful (HelpSteer3, HH-RLHF helpful-base, "
+                "UltraFeedback) and harmless (HH-RLHF harmless-base, PKU-SafeRLHF, RAIL-HH-10K). Every dataset is "
+                "a source; its two category siblings are its targets.",
+    categories=tuple((c, tuple(f"w2s/{n}" for n in sets)) for c, sets in _W2S_DATASETS.items()),
+    train_pool_size=8000,
+    test_size=1000,
+    seeds=(0, 1, 2),
+    max_length=1024,
+))
+
+
+# --- decoder model pairs: Qwen2.5 and Llama 3 ---------------------------------------------------------
+# Instruct variants throughout: they ship chat templates, and a decoder reward model reads a
+# conversation through its template (bench/formatting.py). Base Llama-3.1-8B has none; the paper's
+# Llama student is Llama-3.1-8B, and the instruct model is the same architecture and size with a
+# template. Weak: the family's small instruct model, so teacher and student share the tokenizer and
+# template family and the gap is scale. Llama checkpoints are gated on the Hub (accept the licence,
+# then `huggingface-cli login`). The Llama 3.x templates put today's date into the system header
+# (strftime_now) unless `date_string` is given: it is pinned to the templates' own fallback so that
+# the inputs, and with them the numbers, do not depend on the day of the run.
+#
+# Training (conventional values, not tuned here): the weak teacher is trained in full in float32
+# (0.5B/1B parameters: ~8-20 GB with AdamW) at lr 2e-5; the strong student with LoRA (r 16, alpha 32,
+# every linear layer of the blocks; the reward head in full) at lr 1e-4, over a bfloat16 backbone on
+# GPUs that have it (dtype auto). Why LoRA by default: full fine-tuning of 7-8B in pure bf16 loses
+# updates (an AdamW step of ~1e-5 is below bf16's resolution at typical weight sizes), and fp32
+# master weights with AdamW take ~16 bytes per parameter (128 GB for 8B) before activations -- more
+# than one GPU. LoRA keeps adapters and head in float32, and lets ANCHOR's reference be the same
+# model with its adapters off, with no second copy of 8B weights. 1 epoch, 32 pairs (64 sequences)
+# per step, gradient checkpointing on, word embeddings frozen. ANCHOR's lam is the paper's 1e-4.
+_LLAMA_STYLE_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+_STUDENT_LORA = frozen_map(r=16, alpha=32, dropout=0.0, target_modules=_LLAMA_STYLE_LINEAR)
+_DECODER_TEACHER_TRAIN = TrainConfig(learning_rate=2e-5, epochs=1, batch_size=32, freeze_word_embeddings=True)
+_DECODER_STUDENT_TRAIN = TrainConfig(learning_rate=1e-4, epochs=1, batch_size=32, freeze_word_embeddings=True)
+_DECODER_DEFAULTS = frozen_map({"anchor": {"lam": 1e-4}, "anchor-mid": {"lam": 1e-4}})
+_LLAMA_DATE = frozen_map(date_string="26 Jul 2024")
+
+
+def _decoder(name: str, path: str, student: bool, **extra) -> ModelSpec:
+    return ModelSpec(name=name, path=path, architecture="decoder", gradient_checkpointing=True,
+                     dtype="auto" if student else "float32", lora=_STUDENT_LORA if student else None, **extra)
+
+
+MODEL_PAIRS.register("qwen", ModelPairSpec(
+    name="qwen",
+    description="Qwen2.5 instruct. Weak: Qwen2.5-0.5B-Instruct, trained in full. Strong: Qwen2.5-7B-Instruct "
+                "with LoRA r16 on every linear layer (bf16 backbone where supported). Same tokenizer and template.",
+    weak=_decoder("qwen2.5-0.5b-instruct", "Qwen/Qwen2.5-0.5B-Instruct", student=False),
+    strong=_decoder("qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct", student=True),
+    teacher_train=_DECODER_TEACHER_TRAIN,
+    student_train=_DECODER_STUDENT_TRAIN,
+    score_batch_size=32,
+    method_defaults=_DECODER_DEFAULTS,
+))
+
+MODEL_PAIRS.register("llama", ModelPairSpec(
+    name="llama",
+    description="Llama 3 instruct (gated on the Hub). Weak: Llama-3.2-1B-Instruct, trained in full. Strong: "
+                "Llama-3.1-8B-Instruct (the paper's student size) with LoRA r16 on every linear layer (bf16 "
+                "backbone where supported). Same tokenizer; template date pinned.",
+    weak=_decoder("llama-3.2-1b-instruct", "meta-llama/Llama-3.2-1B-Instruct", student=False,
+                  chat_template_kwargs=_LLAMA_DATE),
+    strong=_decoder("llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct", student=True,
+                    chat_template_kwargs=_LLAMA_DATE),
+    teacher_train=_DECODER_TEACHER_TRAIN,
+    student_train=_DECODER_STUDENT_TRAIN,
+    score_batch_size=32,
+    method_defaults=_DECODER_DEFAULTS,
+))
+
+CLI_PAIR_KEYS = ("weak", "strong", "arch", "base", "name")
+
+
+def _cli_model(template: ModelSpec, role: str, where: str, arch: str) -> ModelSpec:
+    """A model from the command line: identity from ``where``, how to load and train it from the base pair's model."""
+    import dataclasses
+    from pathlib import Path
+
+    local = Path(where).expanduser()
+    if local.exists() or where.startswith(("/", "./", "../", "~")):
+        if not local.is_dir():
+            raise BenchError(f"--models: {role}={where!r} is not a folder; give a local model folder or a hub id "
+                             f"(org/name)")
+        where = str(local.resolve())
+    return dataclasses.replace(template, name=Path(where).name.lower(), path=where, path_resolver=None, revision=None,
+                               num_layers=None, architecture=arch, chat_template=None)
+
+
+def model_pair_from_cli(text: str) -> ModelPairSpec:
+    """``--models``: a registered pair's name, or
+    ``weak=PATH_OR_HUB_ID,strong=PATH_OR_HUB_ID[,arch=encoder|decoder][,base=PAIR][,name=NAME]``.
+
+    The training settings, method defaults, and how each model is loaded (dtype, LoRA, gradient
+    checkpointing, template variables) come from the base pair: ``base`` if given, else ``tiny``
+    for arch=encoder and ``qwen`` otherwise; ``arch`` defaults to the base pair's (so with neither
+    given: decoders, like qwen). The pair's name, which names its results folder, defaults to
+    ``custom-`` and a hash of the two models.
+    """
+    import dataclasses
+    import re
+
+    text = text.strip()
+    if "=" not in text:
+        return MODEL_PAIRS.get(text)
+    fields: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = (s.strip() for s in part.partition("="))
+        if not sep or not key or not value:
+            raise BenchError(f"--models: {part.strip()!r} is not key=value; expected a registered pair or "
+                             f"weak=PATH_OR_HUB_ID,strong=PATH_OR_HUB_ID[,arch=decoder][,base=qwen][,name=NAME]")
+        if key not in CLI_PAIR_KEYS:
+            raise BenchError(f"--models: unknown key {key!r}; valid keys: {', '.join(CLI_PAIR_KEYS)}")
+        if key in fields:
+            raise BenchError(f"--models: {key!r} is given twice")
+        fields[key] = value
+    missing = [k for k in ("weak", "strong") if k not in fields]
+    if missing:
+        raise BenchError(f"--models: missing {' and '.join(missing)}; give weak=PATH_OR_HUB_ID,strong=PATH_OR_HUB_ID")
+    arch = fields.get("arch")
+    if arch not in (None, "encoder", "decoder"):
+        raise BenchError(f"--models: arch={arch!r}; use arch=encoder or arch=decoder")
+    base = MODEL_PAIRS.get(fields.get("base") or ("tiny" if arch == "encoder" else "qwen"))
+    arch = arch or base.strong.architecture
+    weak = _cli_model(base.weak, "weak", fields["weak"], arch)
+    strong = _cli_model(base.strong, "strong", fields["strong"], arch)
+    name = fields.get("name") or f"custom-{stable_hash({'weak': weak, 'strong': strong, 'base': base.name}, 8)}"
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise BenchError(f"--models: name={name!r} names a results folder; use letters, digits, '.', '_' and '-'")
+    return dataclasses.replace(base, name=name, weak=weak, strong=strong, description=(
+        f"From the command line: weak {weak.path}, strong {strong.path} ({arch}s), with the training settings, "
+        f"loading options and method defaults of {base.name!r}."))

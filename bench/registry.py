@@ -33,9 +33,9 @@ class Registry(Generic[T]):
         self._entries: dict[str, T | str] = {}
         self._aliases: dict[str, str] = {}
 
-    def register(self, name: str, entry: T | str, *, aliases: tuple[str, ...] = ()) -> T | str:
+    def register(self, name: str, entry: T | str, *, aliases: tuple[str, ...] = (), replace: bool = False) -> T | str:
         for key in (name, *aliases):
-            if key in self._entries or key in self._aliases:
+            if (key in self._entries and not (replace and key == name)) or key in self._aliases:
                 raise ValueError(f"{self.kind} {key!r} is already registered")
         self._entries[name] = entry
         for alias in aliases:

@@ -20,21 +20,34 @@ def frozen_map(mapping: dict[str, Any] | None = None, **kwargs: Any) -> tuple[tu
     return tuple(sorted((k, frozen_map(v) if isinstance(v, dict) else v) for k, v in items.items()))
 
 
-def to_plain(obj: Any) -> Any:
-    """Dataclasses, tuples and mappings, however nested, as plain JSON types."""
+def to_plain(obj: Any, omit_defaults: bool = False) -> Any:
+    """Dataclasses, tuples and mappings, however nested, as plain JSON types.
+
+    ``omit_defaults`` leaves out dataclass fields that equal their declared default: hashes use it,
+    so adding a new optional field to a spec later does not change the hash of any existing spec."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: to_plain(getattr(obj, f.name), omit_defaults) for f in dataclasses.fields(obj)
+                if not (omit_defaults and _is_default(f, getattr(obj, f.name)))}
     if isinstance(obj, dict):
-        return {str(k): to_plain(v) for k, v in obj.items()}
+        return {str(k): to_plain(v, omit_defaults) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_plain(v) for v in obj]
+        return [to_plain(v, omit_defaults) for v in obj]
     if obj is None or isinstance(obj, (str, int, float, bool)):
         return obj
     raise TypeError(f"cannot hash a {type(obj).__name__} as part of a spec: {obj!r}")
 
 
+def _is_default(f: dataclasses.Field, value: Any) -> bool:
+    if f.default is not dataclasses.MISSING:
+        return value == f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return value == f.default_factory()  # type: ignore[misc]
+    return False
+
+
 def canonical_json(obj: Any) -> str:
-    return json.dumps(to_plain(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return json.dumps(to_plain(obj, omit_defaults=True), sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=False)
 
 
 def stable_hash(obj: Any, length: int = 16) -> str:
@@ -48,7 +61,7 @@ class DatasetSpec:
 
     name: str
     category: str                      # e.g. "helpful" or "harmless"; siblings share it
-    loader: str                        # "module:function" -> function(spec, split, limit) -> list[Pair]
+    loader: str                        # "module:function" -> function(spec, split, limit, data_dir) -> LoadedSplit
     train_split: str
     test_split: str
     license: str
@@ -100,7 +113,11 @@ class ModelSpec:
     revision: str | None = None        # hub revision to pin; the resolved commit is recorded either way
     architecture: Literal["encoder", "decoder"] = "encoder"
     num_layers: int | None = None      # keep only the first k transformer layers (None: all)
-    dtype: str = "float32"
+    dtype: str = "float32"             # float32 | bfloat16 | float16 | auto (bf16 on a CUDA device that has it, else fp32)
+    gradient_checkpointing: bool = False
+    lora: tuple[tuple[str, Any], ...] | None = None   # frozen_map(r=, alpha=, dropout=, target_modules=) or None
+    chat_template: str | None = None   # decoders: a Jinja chat template to use instead of the tokenizer's
+    chat_template_kwargs: tuple[tuple[str, Any], ...] = ()   # decoders: fixed template variables (e.g. date_string)
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,29 @@ class TrainExample:
     target: float   # P(a preferred): the teacher's soft label, or 1.0 / 0.0 from gold
 
 
-def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
-                       seed: int, desc: str) -> dict:
-    from tqdm.auto import tqdm
-
+def apply_freezing(model: nn.Module, cfg: TrainConfig) -> None:
     if cfg.freeze_word_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
+
+
+def train_student(student: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
+                  seed: int, desc: str) -> dict:
+    """The method's whole training of the student (``Method.fit``), on the shared loop below."""
+    apply_freezing(student, cfg)
+
+    def train(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig) -> dict:
+        return train_reward_model(model, examples, cfg, method, seed, desc)
+
+    return method.fit(student, examples, cfg, train)
+
+
+def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
+                       seed: int, desc: str) -> dict:
+    """One run of the loop: a fresh optimizer over the parameters that require grad, ``method.loss``
+    on every batch. Hooks around it (setup, finish, phases) belong to ``Method.fit``."""
+    from tqdm.auto import tqdm
+
+    apply_freezing(model, cfg)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
@@ -39,7 +56,6 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
     generator = torch.Generator().manual_seed(seed)
     pad_id = model.config.pad_token_id
-    method.setup(model)
     model.train()
     losses: list[float] = []
     logs: dict[str, float] = {}
@@ -54,7 +70,8 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
             n = len(chunk)
             step = Step(r_a=rewards[:n], r_b=rewards[n:], batch=batch,
                         target=torch.tensor([ex.target for ex in chunk], dtype=torch.float32),
-                        hidden_states=out.hidden_states if method.needs_hidden_states else None)
+                        hidden_states=out.hidden_states if method.needs_hidden_states else None,
+                        model=model, index=len(losses), total=total)
             loss, logs = method.loss(step)
             if not torch.isfinite(loss):
                 raise TrainingDivergedError(

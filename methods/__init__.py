@@ -1,23 +1,114 @@
-"""Method adapters: one short file each, registered here by name.
+"""Method adapters: one short file each, found by name.
 
-Add one: subclass ``methods.base.Method`` in a new file, then register it below as
-``"methods.yourfile:YourClass"`` (imported only when used).
+Three places a method can come from:
+- built in: registered below as ``"methods.yourfile:YourClass"`` (imported only when used);
+- an installed package: an entry point in the group ``bench.methods``, e.g. in its pyproject.toml
+  ``[project.entry-points."bench.methods"] my-method = "my_package.module:MyMethod"``;
+- a file: ``bench run --method-file my_method.py`` registers every Method subclass defined in it.
+How to write one: docs/adding-a-method.md.
 """
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import inspect
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from bench.errors import BadParamsError, BenchError
 from bench.registry import Registry
-from bench.errors import BadParamsError
-from methods.base import Method, describe_params, parse_params
+from methods.base import Method, check_method_class, describe_params, parse_params
+
+ENTRY_POINT_GROUP = "bench.methods"
 
 METHODS: Registry[type[Method]] = Registry("method")
 METHODS.register("naive", "methods.naive:Naive")
-METHODS.register("anchor", "methods.anchor:Anchor")
 METHODS.register("ceiling", "methods.ceiling:Ceiling")
+METHODS.register("anchor", "methods.anchor:Anchor")
+METHODS.register("anchor-mid", "methods.anchor:AnchorMid")
+METHODS.register("confidence", "methods.confidence:Confidence", aliases=("logconf",))
+METHODS.register("length", "methods.length:Length")
+METHODS.register("lp-ft", "methods.lp_ft:LPFT", aliases=("lpft",))
+METHODS.register("wise-ft", "methods.wise_ft:WiseFT", aliases=("wiseft",))
+METHODS.register("l2-sp", "methods.l2_sp:L2SP", aliases=("l2sp",))
+
+_PLUGIN_ORIGIN: dict[str, dict] = {}   # method name -> where it came from, when not built in
+_plugins_loaded = False
+
+
+def load_plugins() -> None:
+    """Register the methods of installed packages (entry point group ``bench.methods``), once.
+    A plugin never replaces a built-in method of the same name."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name in METHODS:
+            print(f"[methods] plugin method {entry.name!r} ({entry.value}) ignored: the name is taken", file=sys.stderr)
+            continue
+        METHODS.register(entry.name, entry.value)
+        dist = entry.dist
+        _PLUGIN_ORIGIN[entry.name] = {"kind": "entry point", "entry_point": entry.value,
+                                      "distribution": dist.metadata["Name"] if dist else None,
+                                      "version": dist.version if dist else None}
+
+
+def load_method_file(path: str | Path) -> list[str]:
+    """Import a Python file and register every Method subclass defined in it; returns their names."""
+    path = Path(path)
+    if not path.is_file() or path.suffix != ".py":
+        raise BenchError(f"method file {str(path)!r} not found or not a .py file; pass the path of your method's Python file")
+    module_name = f"bench_method_file_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # any error in user code: report it as theirs, with its type and message
+        sys.modules.pop(module_name, None)
+        raise BenchError(f"method file {str(path)!r} raised {type(error).__name__} on import: {error}. "
+                         f"Fix the file (run `python {path}` to see the traceback)") from None
+    classes = [obj for obj in vars(module).values()
+               if inspect.isclass(obj) and issubclass(obj, Method) and obj.__module__ == module_name]
+    if not classes:
+        raise BenchError(f"method file {str(path)!r} defines no subclass of methods.base.Method")
+    names = []
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    for cls in classes:
+        check_method_class(cls, f"method file {path}")
+        if cls.name in METHODS and _PLUGIN_ORIGIN.get(cls.name, {}).get("file") != str(path.resolve()):
+            raise BenchError(f"method file {str(path)!r}: the name {cls.name!r} is taken by another method; rename it")
+        METHODS.register(cls.name, cls, replace=True)  # replaces only the same file's earlier load
+        _PLUGIN_ORIGIN[cls.name] = {"kind": "file", "file": str(path.resolve()), "sha256": digest}
+        names.append(cls.name)
+    return names
+
+
+def get_method_class(name: str) -> type[Method]:
+    load_plugins()
+    try:
+        cls = METHODS.get(name)
+    except (ImportError, AttributeError) as error:
+        raise BenchError(f"method {name!r} could not be imported: {error}. Check that its package is installed "
+                         f"and its entry point names a real 'module:Class'") from None
+    return check_method_class(cls, f"method {name!r}")
+
+
+def method_origin(cls: type[Method]) -> dict:
+    """Where a method's code came from, with a digest of its source file: goes into every result."""
+    origin = dict(_PLUGIN_ORIGIN.get(cls.name, {"kind": "built-in"}))
+    source = inspect.getsourcefile(cls)
+    origin.setdefault("module", cls.__module__)
+    if source and "sha256" not in origin:
+        origin["sha256"] = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+    return origin
 
 
 def make_method(name: str, params: dict[str, object] | None = None, defaults: dict[str, object] | None = None) -> Method:
     """The method ``name`` with ``defaults`` (a model pair's) overridden by ``params`` (the user's)."""
-    cls = METHODS.get(name)
+    cls = get_method_class(name)
     try:
         return cls(parse_params(cls, {**(defaults or {}), **(params or {})}))
     except BadParamsError as error:
@@ -27,4 +118,5 @@ def make_method(name: str, params: dict[str, object] | None = None, defaults: di
         raise BadParamsError(f"{error} (the model pair sets {shown})") from None
 
 
-__all__ = ["METHODS", "Method", "make_method", "describe_params"]
+__all__ = ["METHODS", "Method", "make_method", "describe_params", "get_method_class", "load_method_file",
+           "load_plugins", "method_origin", "ENTRY_POINT_GROUP"]

@@ -1,23 +1,46 @@
 """The method adapter interface: what a W2S student method may change, and nothing more.
 
-A method sees the student before training (``setup``) and the loss of every training step
-(``loss``). It picks which labels the student learns from: the weak teacher's soft labels
-(``labels = "teacher"``, every W2S method) or the gold labels of the same pairs
-(``labels = "gold"``, the ceiling). Parameters are a pydantic model that rejects unknown keys, so
-``--param`` typos fail before any work is done.
+A method is a subclass of ``Method`` in one short file. Its class docstring opens with a
+front-matter block, which is where its name, idea and paper come from::
+
+    class MyMethod(Method):
+        '''
+        name: my-method
+        idea: soft-label BT plus something that keeps the student honest out of distribution
+        paper: Someone et al. 2026, "A Title" (or: none)
+
+        Free text: the exact loss, the schedule, what each parameter does.
+        '''
+
+Hooks, all optional except ``loss`` (``Naive`` implements it; most methods subclass ``Naive``):
+
+- ``Params``: a pydantic model of the method's parameters (types, defaults, bounds); unknown or
+  ill-typed ``--param`` values fail before any work with the valid ones listed.
+- ``labels``: ``"teacher"`` (learn from the weak teacher's soft labels, every W2S method) or
+  ``"gold"`` (the same pairs' gold labels: the ceiling).
+- ``needs_hidden_states``: ask the training loop for every layer's hidden states in ``Step``.
+- ``setup(student)``: once, with the freshly loaded pretrained student, before the first step.
+- ``loss(step)``: the training loss of one batch, and numbers to log.
+- ``finish(student)``: once, after the last step (e.g. interpolate weights, free references).
+- ``fit(student, examples, cfg, train)``: the whole training; override only to change its shape
+  (several phases, as LP-FT does). ``train(student, examples, cfg)`` runs the shared loop.
+- ``rule_reward(prompt, response)``: for methods that train nothing (``trains = False``), the
+  reward of one response; the pipeline then skips the student model altogether.
 """
 from __future__ import annotations
 
 import typing
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Callable, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, ValidationError
 from torch import nn
 
-from bench.errors import BadParamsError
+from bench.errors import BadParamsError, BenchError
+
+FRONT_MATTER_KEYS = ("name", "idea", "paper")
 
 
 class NoParams(BaseModel):
@@ -33,28 +56,95 @@ class Step:
     target: torch.Tensor               # (B,) soft label q = P(a > b), or the gold 0/1
     batch: dict[str, torch.Tensor]     # input_ids, attention_mask, token_type_ids, response_mask; a rows then b rows
     hidden_states: tuple[torch.Tensor, ...] | None   # (embeddings, layer 1, ..., layer L) when the method asks
+    model: nn.Module | None = None     # the student being trained
+    index: int = 0                     # 0-based step number within this training
+    total: int = 1                     # steps in this training
+
+    @property
+    def progress(self) -> float:
+        """Fraction of training done before this step: 0 at the first step, (total-1)/total at the last."""
+        return self.index / self.total
+
+
+def parse_front_matter(doc: str | None) -> dict[str, str]:
+    """``key: value`` lines at the top of a docstring, up to the first blank line."""
+    found: dict[str, str] = {}
+    for line in (doc or "").strip().splitlines():
+        key, sep, value = line.strip().partition(":")
+        if not line.strip() or not sep or key.strip() not in FRONT_MATTER_KEYS:
+            break
+        found[key.strip()] = value.strip()
+    return found
 
 
 class Method:
-    name: ClassVar[str]
-    summary: ClassVar[str]
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
     labels: ClassVar[Literal["teacher", "gold"]] = "teacher"
     needs_hidden_states: ClassVar[bool] = False
+    trains: ClassVar[bool] = True
     Params: ClassVar[type[BaseModel]] = NoParams
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        meta = parse_front_matter(cls.__dict__.get("__doc__"))
+        cls.name = meta.get("name", cls.__dict__.get("name", ""))
+        cls.summary = meta.get("idea", cls.__dict__.get("summary", ""))
+        cls.paper = meta.get("paper", cls.__dict__.get("paper", ""))
 
     def __init__(self, params: BaseModel | None = None):
         self.params = params if params is not None else self.Params()
 
+    # --- hooks ------------------------------------------------------------------------------------
     def setup(self, student: nn.Module) -> None:
         """Called once with the freshly loaded student, before the first step."""
 
     def loss(self, step: Step) -> tuple[torch.Tensor, dict[str, float]]:
-        raise NotImplementedError
+        raise NotImplementedError(f"method {self.name!r} must define loss(step)")
+
+    def finish(self, student: nn.Module) -> None:
+        """Called once after the last step."""
+
+    def fit(self, student: nn.Module, examples: list, cfg, train: Callable[..., dict]) -> dict:
+        """The whole training of the student; returns the training log."""
+        self.setup(student)
+        log = train(student, examples, cfg)
+        self.finish(student)
+        return log
+
+    def rule_reward(self, prompt: tuple[tuple[str, str], ...], response: str) -> float:
+        raise NotImplementedError(f"method {self.name!r} trains a student; it has no rule reward")
 
 
+def check_method_class(cls: object, where: str) -> type[Method]:
+    """A clear error for anything registered as a method that cannot be one."""
+    if not (isinstance(cls, type) and issubclass(cls, Method)):
+        raise BenchError(f"{where}: {cls!r} is not a subclass of methods.base.Method")
+    if not cls.name or not cls.summary:
+        raise BenchError(f"{where}: method class {cls.__name__} needs a docstring front-matter with "
+                         f"'name:' and 'idea:' lines (see methods/base.py)")
+    if cls.trains and cls.loss is Method.loss:
+        raise BenchError(f"{where}: method {cls.name!r} trains a student but defines no loss(step); "
+                         f"subclass methods.naive.Naive or define loss")
+    return cls
+
+
+# --- shared pieces --------------------------------------------------------------------------------
 def soft_bt_loss(r_a: torch.Tensor, r_b: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Soft-label Bradley-Terry cross-entropy -[q log s(d) + (1-q) log s(-d)], d = r_a - r_b, batch mean."""
     return F.binary_cross_entropy_with_logits(r_a - r_b, target)
+
+
+def head_parameter_names(model: nn.Module) -> set[str]:
+    """The reward head's parameters: those outside the pretrained backbone (``model.base_model``)."""
+    prefix = getattr(model, "base_model_prefix", "")
+    return {name for name, _ in model.named_parameters() if not name.startswith(f"{prefix}.")}
+
+
+def backbone_parameters(model: nn.Module) -> dict[str, nn.Parameter]:
+    head = head_parameter_names(model)
+    return {name: p for name, p in model.named_parameters() if name not in head}
 
 
 def describe_params(cls: type[Method]) -> str:
@@ -76,4 +166,4 @@ def parse_params(cls: type[Method], values: dict[str, object]) -> BaseModel:
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}" for e in error.errors())
         raise BadParamsError(f"bad params for method {cls.name!r}: {problems}. "
-                         f"Valid params: {describe_params(cls)}") from None
+                             f"Valid params: {describe_params(cls)}") from None

@@ -36,3 +36,15 @@ def strong_spec():
     from bench.protocols import MODEL_PAIRS
 
     return MODEL_PAIRS.get("tiny").strong
+
+
+@pytest.fixture(scope="session")
+def registered_small(small_protocol, small_models):
+    """The small protocol and model pair registered by name, so `bench` commands can run them."""
+    from bench.protocols import MODEL_PAIRS, PROTOCOLS
+
+    if small_protocol.name not in PROTOCOLS:
+        PROTOCOLS.register(small_protocol.name, small_protocol)
+    if small_models.name not in MODEL_PAIRS:
+        MODEL_PAIRS.register(small_models.name, small_models)
+    return small_protocol, small_models

@@ -3,7 +3,7 @@ from bench.protocols import DATASETS
 
 
 def _pool():
-    return load_pairs(DATASETS.get("mini/travel"), "train", 600)
+    return load_pairs(DATASETS.get("mini/travel"), "train", 600).pairs
 
 
 def test_halves_are_prompt_disjoint_balanced_and_complete():

@@ -14,16 +14,16 @@ def _has_cue(cue: str, text: str) -> bool:
 
 def test_generation_is_deterministic():
     spec = DATASETS.get("mini/travel")
-    a = load_pairs(spec, "train", 50)
-    b = load_pairs(spec, "train", 50)
+    a = load_pairs(spec, "train", 50).pairs
+    b = load_pairs(spec, "train", 50).pairs
     assert [(p.prompt, p.chosen, p.rejected) for p in a] == [(p.prompt, p.chosen, p.rejected) for p in b]
 
 
 def test_test_topics_are_held_out_of_train():
     for name in PROTOCOLS.get("mini").datasets:
         spec = DATASETS.get(name)
-        train = {p.meta["topic"] for p in load_pairs(spec, "train", 600)}
-        test = {p.meta["topic"] for p in load_pairs(spec, "test", 300)}
+        train = {p.meta["topic"] for p in load_pairs(spec, "train", 600).pairs}
+        test = {p.meta["topic"] for p in load_pairs(spec, "test", 300).pairs}
         assert train and test and not train & test, name
 
 

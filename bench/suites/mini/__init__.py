@@ -34,7 +34,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bench.data import Pair
+    from pathlib import Path
+
+    from bench.data import LoadedSplit, Pair
     from bench.specs import DatasetSpec
 
 
@@ -168,9 +170,16 @@ def generate(domain: Domain, split: str, n: int, *, cue_strength: float, sibling
     return pairs
 
 
-def load(spec: DatasetSpec, split: str, limit: int) -> list[Pair]:
-    """The registry's loader for a mini dataset: options carry domain, cue_strength, sibling_cue_rate, holdout, seed."""
+def load(spec: DatasetSpec, split: str, limit: int, data_dir: Path | None = None) -> LoadedSplit:
+    """The registry's loader for a mini dataset: options carry domain, cue_strength, sibling_cue_rate, holdout, seed.
+
+    Pairs are generated, never read, so ``data_dir`` is ignored."""
+    from bench.data import LoadedSplit
+
     options = spec.kwargs
     domain = domains()[options["domain"]]
-    return generate(domain, split, limit, cue_strength=options["cue_strength"],
-                    sibling_cue_rate=options["sibling_cue_rate"], holdout=options["holdout"], seed=options["seed"])
+    pairs = generate(domain, split, limit, cue_strength=options["cue_strength"],
+                     sibling_cue_rate=options["sibling_cue_rate"], holdout=options["holdout"], seed=options["seed"])
+    provenance = {"source": "generated", "dataset": spec.name, "split": split, "generator": "bench.suites.mini",
+                  "options": options, "license": spec.license, "limit": limit, "kept": len(pairs)}
+    return LoadedSplit(pairs, provenance)

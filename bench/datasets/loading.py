@@ -1,0 +1,257 @@
+"""Loading a real preference dataset: raw rows from the Hub or from local files, normalised to pairs.
+
+This is the registry loader of every real dataset (``DatasetSpec.loader = "bench.datasets.loading:load"``).
+The spec's options say where the rows live and how they become pairs:
+
+* ``hub_id``, ``config``, ``hub_data_dir``, ``revision`` -- the ``datasets.load_dataset`` arguments;
+* ``normalizer_module`` -- a module in ``bench/datasets/`` with ``normalize(row) -> Pair | DropReason``,
+  ``REQUIRED_COLUMNS`` and ``RULE`` (the rule in words, which is also the spec's ``normalizer``);
+* ``local_name`` -- the dataset's folder under a local data dir (the name after the protocol prefix).
+
+**Which pairs.** Rows are read in the order of the split (the file's order) and normalised one by
+one; the first ``limit`` rows that give a pair are kept and reading stops there. The same files
+therefore always give the same pairs, and a larger limit only appends to a smaller one's. Pair
+ids are ``<dataset>/<split>/<row index>``, the row's 0-based position in the split (blank lines
+not counted), so an id names the same row whether it was read from the Hub or from a local copy.
+A split with fewer usable rows than ``limit`` gives all of them (``read_whole_split`` in the
+provenance says whether the whole split was read).
+
+**From the Hub** (no data dir): ``datasets`` loads ``hub_id`` with ``config`` / ``hub_data_dir`` at
+``revision`` (None: the default branch); the commit it resolved to is recorded.
+
+**From a local data dir** (``data_dir=DIR``, the CLI's ``--data-dir DIR``): files in the
+dataset's ORIGINAL schema (the Hub's columns, unconverted), found at
+
+    DIR/<local_name>/<split>.jsonl | <split>.jsonl.gz | <split>.parquet     one file, or
+    DIR/<local_name>/<split>-*.parquet                                      Hub parquet shards, or
+    DIR/<local_name>/<split>/*.jsonl | *.jsonl.gz | *.parquet               a folder of shards
+
+(or the same under ``DIR/<local_name>/data/``). Shards are read in file-name order. Upstream file
+names fit this where they can: hh-rlhf's ``helpful-base/test.jsonl.gz`` goes to
+``DIR/hh-helpful/test.jsonl.gz``, HelpSteer3's ``preference/validation.jsonl.gz`` to
+``DIR/helpsteer3/validation.jsonl.gz``, UltraFeedback's ``data/test_prefs-00000-of-00001.parquet``
+to ``DIR/ultrafeedback/data/``, PKU-SafeRLHF's per-model ``data/<Model>/test.jsonl`` files to
+``DIR/pku-saferlhf/test/<Model>.jsonl`` (the ``default`` config is all three models; the Hub
+orders them Alpaca-7B, Alpaca2-7B, Alpaca3-8B, so name the files to sort that way).
+
+The realdata samples of this project (hh-rlhf test splits only) are laid out by links::
+
+    mkdir -p DIR/hh-helpful DIR/hh-harmless
+    ln -s /work/shared/realdata/hh_rlhf_helpful/test.jsonl.gz  DIR/hh-helpful/test.jsonl.gz
+    ln -s /work/shared/realdata/hh_rlhf_harmless/test.jsonl.gz DIR/hh-harmless/test.jsonl.gz
+
+A split that is not there is an error that lists every path looked for, even when another split
+of the dataset is: a train pool is never taken from a test file behind the user's back.
+
+Rows that do not have the schema (a missing key, a wrong type, a line that is not JSON) are
+dropped and counted as ``malformed: ...``; a file without a required column, a split where every
+row is malformed, and a split with no usable pair are errors that name the dataset and the file.
+"""
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator
+
+from bench.data import LoadedSplit, Pair
+from bench.datasets.rows import DropReason
+from bench.errors import BenchError
+from bench.specs import DatasetSpec
+
+FORMATS = (".jsonl", ".jsonl.gz", ".parquet")
+
+
+def load(spec: DatasetSpec, split: str, limit: int | None, data_dir: Path | None = None) -> LoadedSplit:
+    """The first ``limit`` pairs of ``split`` (all of them for None), with where they came from."""
+    options = spec.kwargs
+    rules = rules_of(spec)
+    if data_dir is None:
+        rows, columns, provenance = hub_rows(spec, split)
+        where = f"{options['hub_id']} split {split!r} on the Hub"
+    else:
+        files = find_local_files(spec, split, Path(data_dir))
+        rows, columns, provenance = local_rows(files)
+        where = ", ".join(str(f) for f in files)
+    if columns is not None:
+        check_columns(spec, rules, columns, where)
+    pairs, seen_keys, read, dropped, whole = normalise(spec, split, rules, rows, limit)
+    provenance.update(dataset=spec.name, split=split, license=spec.license, limit=limit, rows_read=read,
+                      kept=len(pairs), dropped=dict(sorted(dropped.items())), read_whole_split=whole)
+    if not pairs:
+        if columns is None:
+            check_columns(spec, rules, seen_keys, where)
+        if read and dropped and all(reason.startswith("malformed") for reason in dropped):
+            raise BenchError(f"dataset {spec.name!r}: every one of the {read} rows of {where} is malformed "
+                             f"({_counts(dropped)}). Fix: check that the file holds {spec.name}'s original schema "
+                             f"with columns {', '.join(rules.REQUIRED_COLUMNS)}.")
+        raise BenchError(f"dataset {spec.name!r}: no usable pair in {where} ({read} rows read; dropped: "
+                         f"{_counts(dropped) or 'none'}). Fix: check that this is the right file and split.")
+    return LoadedSplit(pairs, provenance)
+
+
+def rules_of(spec: DatasetSpec) -> ModuleType:
+    """The spec's normaliser module: ``normalize``, ``REQUIRED_COLUMNS``, ``RULE``."""
+    return importlib.import_module(spec.kwargs["normalizer_module"])
+
+
+def local_name(spec: DatasetSpec) -> str:
+    return spec.kwargs.get("local_name") or spec.name.split("/", 1)[-1]
+
+
+def normalise(spec: DatasetSpec, split: str, rules: ModuleType, rows: Iterator[Any], limit: int | None
+              ) -> tuple[list[Pair], set[str], int, Counter, bool]:
+    """Pairs from rows in order until ``limit``; also the keys seen, rows read, drops by reason, whole split read."""
+    pairs: list[Pair] = []
+    seen_keys: set[str] = set()
+    dropped: Counter = Counter()
+    read = 0
+    for index, row in enumerate(rows):
+        if limit is not None and len(pairs) >= limit:
+            return pairs, seen_keys, read, dropped, False
+        read += 1
+        if isinstance(row, dict):
+            seen_keys.update(row)
+        result = row if isinstance(row, DropReason) else rules.normalize(row)
+        if isinstance(result, Pair):
+            result.id = f"{spec.name}/{split}/{index}"
+            pairs.append(result)
+        else:
+            dropped[str(result)] += 1
+    return pairs, seen_keys, read, dropped, True
+
+
+def check_columns(spec: DatasetSpec, rules: ModuleType, columns: set[str] | list[str], where: str) -> None:
+    missing = [c for c in rules.REQUIRED_COLUMNS if c not in set(columns)]
+    if missing:
+        raise BenchError(f"dataset {spec.name!r}: {where} has no column {', '.join(map(repr, missing))} "
+                         f"(it has: {', '.join(sorted(columns)) or 'none'}). Fix: use {spec.name}'s original "
+                         f"files ({spec.kwargs['hub_id']}), unconverted: they need columns "
+                         f"{', '.join(rules.REQUIRED_COLUMNS)}.")
+
+
+def _counts(counter: Counter) -> str:
+    return ", ".join(f"{reason}: {n}" for reason, n in sorted(counter.items()))
+
+
+# --- the Hub --------------------------------------------------------------------------------------
+def hub_rows(spec: DatasetSpec, split: str) -> tuple[Iterator[Any], list[str], dict]:
+    options = spec.kwargs
+    hub_id, config, revision = options["hub_id"], options.get("config"), options.get("revision")
+    try:
+        import datasets
+    except ImportError:  # pragma: no cover - a dependency of the project
+        raise BenchError("loading from the Hub needs the 'datasets' package: pip install datasets") from None
+    try:
+        # What load_dataset does, step by step, so that the builder -- and the commit it resolved -- stays at hand.
+        builder = datasets.load_dataset_builder(hub_id, name=config, data_dir=options.get("hub_data_dir"),
+                                                revision=revision)
+        builder.download_and_prepare()
+        table = builder.as_dataset(split=split)
+    except Exception as error:  # network, auth, gated repo, unknown split: all end here, with the cause chained
+        raise BenchError(f"dataset {spec.name!r}: could not load {hub_id} (config {config!r}, data_dir "
+                         f"{options.get('hub_data_dir')!r}, split {split!r}, revision {revision or 'default branch'}) "
+                         f"from the Hugging Face Hub: {type(error).__name__}: {error}. Fix: go online (unset "
+                         f"HF_HUB_OFFLINE), log in if the dataset is gated, or pass a local data dir "
+                         f"(--data-dir DIR, see bench/datasets/loading.py for the layout).") from error
+    provenance = {"source": "hub", "hub_id": hub_id, "config": config, "data_dir": options.get("hub_data_dir"),
+                  "revision": revision, "resolved_commit": resolved_commit(builder, hub_id, revision), "files": []}
+    return iter(table), list(table.column_names), provenance
+
+
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def resolved_commit(builder: Any, hub_id: str, revision: str | None) -> str | None:
+    """The Hub commit the rows came from: the pin itself when it is a commit; else the builder's hash, which
+    ``datasets`` sets to the commit it resolved (also when it reloads from its cache offline); else ask
+    the Hub. None when none of these is a commit (recorded as unknown rather than guessed)."""
+    for candidate in (revision, getattr(builder, "hash", None)):
+        if isinstance(candidate, str) and _COMMIT.fullmatch(candidate):
+            return candidate
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(hub_id, revision=revision).sha
+    except Exception:  # offline or no access: the commit stays unknown, the rest of the provenance stands
+        return None
+
+
+# --- local files ----------------------------------------------------------------------------------
+def find_local_files(spec: DatasetSpec, split: str, data_dir: Path) -> list[Path]:
+    """The files of ``split`` under ``data_dir`` (see the module docstring); an error lists what was looked for."""
+    if not data_dir.is_dir():
+        raise BenchError(f"data dir {data_dir} does not exist (needed for dataset {spec.name!r}). Fix: pass the folder "
+                         f"that holds {local_name(spec)}/, or drop the data dir to load from the Hub.")
+    name = local_name(spec)
+    looked: list[str] = []
+    found: list[list[Path]] = []
+    for folder in (data_dir / name, data_dir / name / "data"):
+        for suffix in FORMATS:
+            looked.append(str(folder / f"{split}{suffix}"))
+            if (folder / f"{split}{suffix}").is_file():
+                found.append([folder / f"{split}{suffix}"])
+        looked.append(str(folder / f"{split}-*.parquet"))
+        shards = sorted(p for p in folder.glob(f"{split}-*.parquet") if p.is_file())
+        if shards:
+            found.append(shards)
+        looked.append(str(folder / split / f"*{{{','.join(FORMATS)}}}"))
+        shards = sorted(p for p in (folder / split).glob("*") if p.is_file() and p.name.endswith(FORMATS))
+        if shards:
+            found.append(shards)
+    if len(found) > 1:
+        raise BenchError(f"dataset {spec.name!r} split {split!r}: more than one copy under {data_dir}: "
+                         + "; ".join(", ".join(map(str, group)) for group in found) + ". Fix: keep one of them.")
+    if not found:
+        others = sorted({p.name for folder in (data_dir / name, data_dir / name / "data") if folder.is_dir()
+                         for p in folder.iterdir()})
+        hint = (f" That folder holds {', '.join(others)}, but a split is never taken from another split's file."
+                if others else "")
+        raise BenchError(f"dataset {spec.name!r}: no file for split {split!r} under {data_dir}. Looked for: "
+                         f"{'; '.join(looked)}.{hint} Fix: put {spec.kwargs['hub_id']}'s {split!r} split there in "
+                         f"its original schema (jsonl, jsonl.gz or parquet), or drop the data dir to load it from "
+                         f"the Hub.")
+    return found[0]
+
+
+def local_rows(files: list[Path]) -> tuple[Iterator[Any], list[str] | None, dict]:
+    """Rows of the files in order; the columns when the format declares them (parquet), else None."""
+    from bench.io import sha256_file
+
+    columns = None
+    if all(f.name.endswith(".parquet") for f in files):
+        column_sets = [set(_parquet(f).schema_arrow.names) for f in files]
+        columns = sorted(set.intersection(*column_sets))
+    provenance = {"source": "local", "hub_id": None, "config": None, "data_dir": None, "revision": None,
+                  "resolved_commit": None,
+                  "files": [{"path": str(f.resolve()), "sha256": sha256_file(f)} for f in files]}
+    return _rows_of(files), columns, provenance
+
+
+def _rows_of(files: list[Path]) -> Iterator[Any]:
+    for path in files:
+        if path.name.endswith(".parquet"):
+            for batch in _parquet(path).iter_batches(batch_size=1024):
+                yield from batch.to_pylist()
+            continue
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                try:
+                    yield json.loads(line)
+                except json.JSONDecodeError:
+                    yield DropReason("malformed: line is not valid JSON")
+
+
+def _parquet(path: Path):
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise BenchError(f"reading {path} needs pyarrow: pip install pyarrow (or convert the file to jsonl)") from None
+    return pq.ParquetFile(path)

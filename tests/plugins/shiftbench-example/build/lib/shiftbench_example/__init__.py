@@ -1,0 +1,1 @@
+"""An example ShiftBench method package (see docs/adding-a-method.md)."""

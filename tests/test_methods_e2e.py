@@ -1,0 +1,118 @@
+"""Every built-in method end to end on the shrunken mini; `bench sweep`; `bench run --method-file`;
+and an external method package installed and found through its entry point."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import pipeline
+from bench.cli import main
+from bench.metrics import accuracy
+from bench.results import RESULT_FILE, find_cells, recompute
+from methods import METHODS
+
+PLUGIN = Path(__file__).parent / "plugins" / "shiftbench-example"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.mark.parametrize("name", METHODS.names())
+def test_every_builtin_method_runs_and_recomputes(name, small_protocol, small_models, tmp_path, cache):
+    source = small_protocol.datasets[0]
+    [result] = pipeline.run(small_protocol, small_models, name, {}, [source], [0], tmp_path, cache)
+    assert result["method"]["name"] == name and result["method"]["origin"]["kind"] == "built-in"
+    assert result["method"]["trains"] == (name != "length")
+    folder = next(tmp_path.rglob(RESULT_FILE)).parent
+    assert recompute(folder) == []
+    for values in result["metrics"].values():
+        assert set(values) == {"wrg", "aog", "nts"}
+
+
+def test_length_scores_are_response_lengths(small_protocol, small_models, tmp_path, cache):
+    from bench.data import load_pairs
+    from bench.protocols import DATASETS
+
+    source = small_protocol.datasets[0]
+    [result] = pipeline.run(small_protocol, small_models, "length", {}, [source], [0], tmp_path, cache)
+    for name, values in result["eval_sets"].items():
+        pairs = load_pairs(DATASETS.get(name), "test", small_protocol.test_size).pairs
+        by_hand = accuracy([len(p.chosen) for p in pairs], [len(p.rejected) for p in pairs])
+        assert values["student_acc"] == pytest.approx(by_hand)
+
+
+def test_sweep_writes_one_result_per_grid_point(registered_small, tmp_path, cache, capsys):
+    protocol, models = registered_small
+    argv = ["sweep", "--method", "wise-ft", "--grid", "alpha=0,1", "--protocol", protocol.name, "--models", models.name,
+            "--source", "recipes", "--out", str(tmp_path), "--cache-dir", str(cache)]
+    assert main(argv) == 0
+    cells = find_cells(tmp_path)
+    assert sorted(c["method"]["params"]["alpha"] for c in cells) == [0.0, 1.0]
+    assert "alpha=0.0" in capsys.readouterr().out
+    # a bad value anywhere in the grid fails before any work
+    assert main([*argv[:4], "alpha=0.5,2", *argv[5:-4], "--out", str(tmp_path / "bad"), "--cache-dir", str(cache)]) == 2
+    assert "alpha" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+def test_sweep_rejects_a_param_given_twice(registered_small, tmp_path, capsys):
+    protocol, models = registered_small
+    assert main(["sweep", "--method", "anchor", "--grid", "lam=1,2", "--param", "lam=3", "--protocol", protocol.name,
+                 "--models", models.name, "--out", str(tmp_path)]) == 2
+    assert "both a --param and a --grid" in capsys.readouterr().err
+
+
+def test_run_with_a_method_file(registered_small, tmp_path, cache, capsys):
+    protocol, models = registered_small
+    path = tmp_path / "double_bt.py"
+    path.write_text('''
+from methods.base import soft_bt_loss
+from methods.naive import Naive
+
+
+class DoubleBT(Naive):
+    """
+    name: double-bt
+    idea: twice the BT loss (an Adam no-op up to epsilon, for the test)
+    paper: none
+    """
+
+    def loss(self, step):
+        loss = 2 * soft_bt_loss(step.r_a, step.r_b, step.target)
+        return loss, {"bt2": loss.item()}
+''')
+    out = tmp_path / "results"
+    assert main(["run", "--method-file", str(path), "--protocol", protocol.name, "--models", models.name,
+                 "--source", "recipes", "--out", str(out), "--cache-dir", str(cache)]) == 0
+    [cell] = find_cells(out)
+    assert cell["method"]["name"] == "double-bt" and cell["method"]["origin"]["kind"] == "file"
+    assert "double-bt" in capsys.readouterr().out
+
+
+def test_external_package_through_its_entry_point(registered_small, tmp_path, cache, capsys, monkeypatch):
+    """The docs/adding-a-method.md example package, pip-installed into a folder, found by entry point."""
+    import importlib
+
+    import methods
+
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                    "--no-index", "--target", str(site), str(PLUGIN)], check=True)
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    monkeypatch.setattr(methods, "_plugins_loaded", False)
+    assert main(["list", "methods"]) == 0
+    assert "smoothed" in capsys.readouterr().out and "smoothed" in METHODS
+    protocol, models = registered_small
+    out = tmp_path / "results"
+    assert main(["run", "--method", "smoothed", "--param", "eps=0.5", "--protocol", protocol.name,
+                 "--models", models.name, "--source", "recipes", "--out", str(out), "--cache-dir", str(cache)]) == 0
+    [cell] = find_cells(out)
+    origin = cell["method"]["origin"]
+    assert origin["kind"] == "entry point" and origin["distribution"] == "shiftbench-example"
+    assert cell["method"]["params"] == {"eps": 0.5}
+    assert main(["report", "--out", str(out)]) == 0
+    assert "smoothed" in capsys.readouterr().out

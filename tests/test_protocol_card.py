@@ -1,0 +1,24 @@
+"""The protocol cards in docs/protocols/ are the generated ones, and a card says what the protocol uses."""
+import pytest
+
+from bench.card import DOCS_DIR, protocol_card
+from bench.protocols import PROTOCOLS, protocol_hash
+
+
+@pytest.mark.parametrize("name", ["mini", "w2s-shift-v1"])
+def test_committed_card_equals_the_generated_one(name):
+    committed = (DOCS_DIR / f"{name}.md").read_text(encoding="utf-8")
+    assert committed == protocol_card(PROTOCOLS.get(name)), \
+        f"docs/protocols/{name}.md is stale: regenerate it with `python -m bench.card`"
+
+
+def test_card_of_the_real_protocol_names_what_decides_its_numbers():
+    protocol = PROTOCOLS.get("w2s-shift-v1")
+    card = protocol_card(protocol)
+    assert f"`{protocol_hash(protocol)}`" in card and "version 1.0" in card
+    for needle in ("`nvidia/HelpSteer3`, config `preference`", "test split `validation` (the dataset has no test split",
+                   "`Anthropic/hh-rlhf`, data_dir `harmless-base`", "safer_response_id, not better_response_id",
+                   "the first 8,000 usable pairs", "the first 1,000 usable pairs", "0, 1, 2", "1024 tokens",
+                   "| harmless | `w2s/rail-hh-10k` | `w2s/hh-harmless`, `w2s/pku-saferlhf` |",
+                   "Groups are shuffled with the seed", "fair seeded coin", "CC-BY-NC-4.0"):
+        assert needle in card, needle
