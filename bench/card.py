@@ -58,7 +58,8 @@ def protocol_card(protocol: ProtocolSpec) -> str:
 def _take(protocol: ProtocolSpec, n: int, of_what: str) -> str:
     real = [DATASETS.get(name).loader == REAL_LOADER for name in protocol.datasets]
     if all(real):
-        return f"the first {n:,} usable pairs {of_what}, in the split's order (all of them when it has fewer)"
+        return (f"a uniform random sample of {n:,} usable pairs {of_what} (all of them when it has fewer), "
+                f"drawn by reservoir sampling with a seed fixed by the dataset and split, kept in the split's order")
     return f"{n:,} pairs {of_what}" if not any(real) else f"up to {n:,} pairs {of_what}"
 
 

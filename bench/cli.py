@@ -45,6 +45,15 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--cache-dir", type=Path, default=None,
                      help="teacher cache (default: $SHIFTBENCH_CACHE or ~/.cache/shiftbench)")
     run.add_argument("--force", action="store_true", help="recompute cells that already have results")
+    run.add_argument("--scorer", choices=["hf", "vllm"], default="hf",
+                     help="how the student is scored: hf (default) or vllm, for decoder reward models on a GPU "
+                          "(pip install -e '.[vllm]'; docs/performance.md)")
+    run.add_argument("--data-dir", type=Path, metavar="DIR",
+                     help="read real datasets from local files in their original schema instead of the Hub "
+                          "(layout: bench/datasets/loading.py)")
+    run.add_argument("--cap-train", type=int, metavar="N",
+                     help="use at most N train-pool pairs per source (a capped protocol, named and hashed as such)")
+    run.add_argument("--cap-test", type=int, metavar="N", help="use at most N pairs per test split (as --cap-train)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,9 +68,24 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--grid", action="append", type=parse_grid, default=[], metavar="KEY=V1,V2,...", required=True,
                        help="values of one param, repeatable; the sweep runs every combination "
                             "(e.g. --grid lam=1e-5,1e-4,1e-3 --grid layers=last,mid)")
+    sweep.add_argument("--executor", choices=["local", "processes", "slurm"], default="local",
+                       help="where cells run: here one by one (default), in --jobs local processes, or as Slurm "
+                            "jobs through submitit (pip install -e '.[slurm]'); each cell is independent and resumable")
+    sweep.add_argument("--jobs", type=int, metavar="N",
+                       help="cells at once (processes: default the CPU count; slurm: the array's parallelism)")
+    sweep.add_argument("--slurm", action="append", type=parse_param, default=[], metavar="KEY=VALUE",
+                       help="a submitit parameter, repeatable (e.g. --slurm slurm_partition=gpu --slurm timeout_min=240 "
+                            "--slurm gpus_per_node=1)")
+    sweep.add_argument("--slurm-folder", type=Path, default=Path("submitit"),
+                       help="submitit's job files and logs (default: ./submitit)")
 
     ls = sub.add_parser("list", help="list registered methods, protocols, model pairs or datasets")
     ls.add_argument("what", choices=["methods", "protocols", "models", "datasets"])
+    ls.add_argument("--data-dir", type=Path, metavar="DIR",
+                    help="with `datasets`: load every real dataset's splits from DIR and show rows kept and dropped")
+
+    card = sub.add_parser("card", help="print a protocol's card: every choice that decides its numbers")
+    card.add_argument("protocol", nargs="?", default="mini", help="protocol name (default: mini)")
 
     report = sub.add_parser("report", help="one row per method from a results folder, ranked by NTS")
     report.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
@@ -69,6 +93,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="recompute every cell's accuracies and metrics from its per-pair scores")
     verify.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
+
+    submit = sub.add_parser("submit", help="turn finished results into leaderboard submissions (one per method x "
+                                           "params x model pair x protocol)")
+    submit.add_argument("results", nargs="+", type=Path,
+                        help="results folders of bench run (e.g. results, or results/mini/tiny/naive)")
+    submit.add_argument("--out", type=Path, default=Path("submissions"), help="submissions root (default: ./submissions)")
+    submit.add_argument("--submitter", help="who submits (default: git config user.name, else the login name)")
+    submit.add_argument("--force", action="store_true", help="replace submissions that already exist")
+
+    validate = sub.add_parser("validate", help="check submissions: schema, completeness, protocol hash, and every "
+                                               "number recomputed from the per-pair scores")
+    validate.add_argument("paths", nargs="+", type=Path, help="a submission folder, or a folder of them")
+
+    board = sub.add_parser("leaderboard", help="serve the leaderboard (Gradio), or write it as HTML or markdown")
+    board.add_argument("--submissions", type=Path, default=Path("submissions"),
+                       help="submissions root (default: ./submissions)")
+    board.add_argument("--host", default="127.0.0.1", help="address to serve on (default: 127.0.0.1, this machine only)")
+    board.add_argument("--port", type=int, default=7860, help="port (default: 7860)")
+    board.add_argument("--html", type=Path, metavar="DIR", help="write a static page to DIR instead of serving")
+    board.add_argument("--markdown", action="store_true", help="print the ranking as a markdown table instead of serving")
     return parser
 
 
@@ -101,11 +145,17 @@ def chosen_method(args: argparse.Namespace) -> str:
 
 
 def run_settings(args: argparse.Namespace):
-    from bench.protocols import MODEL_PAIRS, PROTOCOLS
+    from bench.errors import BenchError
+    from bench.protocols import PROTOCOLS, model_pair_from_cli
 
     method = chosen_method(args)
-    protocol = PROTOCOLS.get(args.protocol)
-    models = MODEL_PAIRS.get(args.models)
+    for flag, value in (("--cap-train", args.cap_train), ("--cap-test", args.cap_test)):
+        if value is not None and value < 2:
+            raise BenchError(f"{flag} {value}: give at least 2 pairs (each half needs one)")
+    if args.data_dir is not None and not args.data_dir.is_dir():
+        raise BenchError(f"--data-dir {args.data_dir}: no such folder; its layout is in bench/datasets/loading.py")
+    protocol = PROTOCOLS.get(args.protocol).capped(args.cap_train, args.cap_test)
+    models = model_pair_from_cli(args.models)
     sources = resolve_sources(protocol, args.source)
     seeds = args.seeds or list(protocol.seeds[:1])
     if not args.seeds and len(protocol.seeds) > 1:
@@ -121,7 +171,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     method_name, protocol, models, sources, seeds = run_settings(args)
     results = run(protocol, models, method_name, dict(args.param), sources, seeds, args.out,
                   args.cache_dir or default_cache_dir(), force=args.force,
-                  command=shlex.join(["bench", *sys.argv[1:]]))
+                  command=shlex.join(["bench", *sys.argv[1:]]), data_dir=args.data_dir, scorer=args.scorer)
     method = results[0]["method"]
     params = ", ".join(f"{k}={v}" for k, v in method["params"].items()) or "no params"
     print(f"\n{method['name']} ({params}) on {protocol.name} v{protocol.version} with {models.name}; "
@@ -131,14 +181,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def typed(value: str) -> int | float | str:
+    """A --slurm value as submitit wants it: a number where it is one."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from bench.report import method_table
     from bench.sweep import run_sweep
 
     method_name, protocol, models, sources, seeds = run_settings(args)
+    options = ({"folder": args.slurm_folder, "options": {k: typed(v) for k, v in args.slurm}}
+               if args.executor == "slurm" else {})
     results = run_sweep(protocol, models, method_name, dict(args.param), args.grid, sources, seeds, args.out,
                         args.cache_dir or default_cache_dir(), force=args.force,
-                        command=shlex.join(["bench", *sys.argv[1:]]))
+                        command=shlex.join(["bench", *sys.argv[1:]]), data_dir=args.data_dir, executor=args.executor,
+                        jobs=args.jobs, method_file=args.method_file, executor_options=options, scorer=args.scorer)
     print(f"\n{method_name} sweep on {protocol.name} v{protocol.version} with {models.name}: one row per grid point")
     print(method_table(results).to_string(index=False))
     print(f"\nresults: {args.out}/{protocol.name}/{models.name}/")
@@ -171,7 +234,37 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         for name in DATASETS.names():
             d = DATASETS.get(name)
-            print(f"{name:18s} {d.category:9s} licence: {d.license}; test split: {d.test_split}; {d.description}")
+            revision = dict(d.options).get("revision") or ("latest (the resolved commit is recorded per run)"
+                                                           if "hub_id" in dict(d.options) else "generated")
+            print(f"{name:18s} {d.category:9s} licence: {d.license}; splits: train {d.train_split}, "
+                  f"test {d.test_split}; revision: {revision}\n{'':28s} {d.description}")
+            if args.data_dir and "hub_id" in dict(d.options):
+                print(f"{'':28s} {split_counts(d, args.data_dir)}")
+    return 0
+
+
+def split_counts(spec, data_dir: Path) -> str:
+    """Rows read, kept and dropped (by reason) of each split found under ``data_dir``."""
+    from bench.data import load_pairs
+    from bench.errors import BenchError
+
+    parts = []
+    for split in dict.fromkeys((spec.train_split, spec.test_split)):
+        try:
+            p = load_pairs(spec, split, None, data_dir).provenance
+        except BenchError:
+            parts.append(f"{split}: not found under {data_dir}")
+            continue
+        dropped = ", ".join(f"{reason} {n}" for reason, n in p["dropped"].items()) or "none"
+        parts.append(f"{split}: {p['kept']:,} of {p['rows_read']:,} rows kept (dropped: {dropped})")
+    return "; ".join(parts)
+
+
+def cmd_card(args: argparse.Namespace) -> int:
+    from bench.card import protocol_card
+    from bench.protocols import PROTOCOLS
+
+    print(protocol_card(PROTOCOLS.get(args.protocol)), end="")
     return 0
 
 
@@ -188,16 +281,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from bench.results import RESULT_FILE, load_cell, recompute
+    from bench.results import RESULT_FILE, SCORES_FILE, load_cell, recompute
 
-    folders = sorted(p.parent for p in Path(args.out).rglob(RESULT_FILE))
+    # a scores file without its result.json is a cell cut off mid-write: report it too
+    folders = sorted({p.parent for name in (RESULT_FILE, SCORES_FILE) for p in Path(args.out).rglob(name)})
     if not folders:
         print(f"no results under {args.out}", file=sys.stderr)
         return 1
     bad = 0
     for folder in folders:
         if load_cell(folder) is None:
-            problems = ["incomplete: result.json unreadable, wrong schema, or scores file missing or changed"]
+            problems = ["incomplete: result.json missing, unreadable or of another schema, or its scores file "
+                        "missing or changed; a rerun recomputes this cell"]
         else:
             problems = recompute(folder)
         bad += bool(problems)
@@ -206,12 +301,75 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def default_submitter() -> str:
+    import getpass
+    import subprocess
+
+    try:
+        name = subprocess.run(["git", "config", "user.name"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        name = ""
+    return name or getpass.getuser()
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from bench.submissions import submit
+
+    written = submit(args.results, args.out, args.submitter or default_submitter(),
+                     command=shlex.join(["bench", *sys.argv[1:]]), force=args.force)
+    for folder in written:
+        print(f"submitted: {folder} (bench validate {folder} passes)")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from bench.submissions import validate_tree
+
+    validations = [v for path in args.paths for v in validate_tree(path)]
+    if not validations:
+        print(f"no submission.json under {', '.join(map(str, args.paths))}", file=sys.stderr)
+        return 1
+    for v in validations:
+        print(f"{'ok  ' if v.ok else 'FAIL'} {v.folder}" + "".join(f"\n     error: {p}" for p in v.errors)
+              + "".join(f"\n     warning: {p}" for p in v.warnings))
+    passed = sum(v.ok for v in validations)
+    print(f"{passed} of {len(validations)} submissions pass: complete, on the registered protocol, and every "
+          "number recomputes from the per-pair scores")
+    return 0 if passed == len(validations) else 1
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
     from bench.errors import BenchError
+    from leaderboard import core
+
+    if not args.submissions.is_dir():
+        raise BenchError(f"no submissions folder at {args.submissions}; pass --submissions DIR (run from the "
+                         "repository root for the reference submissions)")
+    if args.markdown or args.html:
+        board = core.load_board(args.submissions)
+        if args.html:
+            from leaderboard.static import write_site
+
+            print(f"wrote {write_site(board, args.html)}", file=sys.stderr)
+        if args.markdown:
+            print(core.markdown(board))
+        return 0
+    from leaderboard.app import serve
+
+    serve(args.submissions, args.host, args.port)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from bench.errors import BenchError, CellsFailedError
 
     args = build_parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "sweep": cmd_sweep, "list": cmd_list, "report": cmd_report, "verify": cmd_verify}[args.command](args)
+        return {"run": cmd_run, "sweep": cmd_sweep, "list": cmd_list, "card": cmd_card, "report": cmd_report, "verify": cmd_verify,
+                "submit": cmd_submit, "validate": cmd_validate, "leaderboard": cmd_leaderboard}[args.command](args)
+    except CellsFailedError as error:  # the run went on past these cells: exit 1, not the bad-input 2
+        print(f"bench: {error}", file=sys.stderr)
+        return 1
     except BenchError as error:
         print(f"bench: error: {error}", file=sys.stderr)
         return 2

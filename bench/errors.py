@@ -19,3 +19,16 @@ class BadParamsError(BenchError, ValueError):
 
 class TrainingDivergedError(BenchError, RuntimeError):
     """The loss became NaN or infinite; the message says which settings to change."""
+
+
+class CellsFailedError(BenchError):
+    """Some cells of a run failed on their own (their training diverged) while the others finished and
+    were written. ``failures``: one line per failed cell; ``finished``: the other cells' results."""
+
+    def __init__(self, failures: list[str], finished: list[dict], out: object) -> None:
+        self.failures, self.finished = failures, finished
+        total = len(failures) + len(finished)
+        super().__init__(
+            f"{len(failures)} of {total} cells failed and wrote no result; the finished ones ({len(finished)}) are in {out} "
+            f"(`bench report --out {out}` shows them). A rerun skips finished cells and retries only these:\n"
+            + "\n".join(f"  {line}" for line in failures))

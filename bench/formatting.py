@@ -15,8 +15,10 @@ template's header, system text and earlier turns are all "prompt" and are cut fi
 from __future__ import annotations
 
 import copy
+import datetime
 import functools
 import hashlib
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,9 +31,13 @@ TRUNCATION = ("prompt from the left (keeps the latest turn) down to a quarter of
 DECODER_TRUNCATION = (f"{TRUNCATION}; the budget is max_length minus the template's closing tokens (always kept, "
                       f"so the readout token is the same for every row) and a leading BOS (kept); the template's "
                       f"system text, headers and earlier turns count as prompt")
+# Llama 3.x templates write today's date into every system header (strftime_now) unless the
+# variable date_string is set: it is set by default, to those templates' own fallback date, so that
+# inputs and scores do not depend on the day of the run. ModelSpec.chat_template_kwargs overrides it.
+DEFAULT_TEMPLATE_KWARGS = {"date_string": "26 Jul 2024"}
 # Stands in for the response while the template is rendered once per prompt, to find what the
 # template puts before and after the assistant's content.
-SENTINEL = "\u2063SHIFTBENCH_RESPONSE\u2063"
+SENTINEL = "SHIFTBENCH_RESPONSE_SENTINEL"
 
 
 @dataclass(slots=True)
@@ -146,15 +152,32 @@ class DecoderFormatter:
         except ValueError:
             raise BenchError(f"model {name!r}: its tokenizer has no chat template. Use an instruct/chat variant, "
                              f"or set ModelSpec.chat_template to a Jinja chat template") from None
-        self.template_kwargs = dict(template_kwargs or {})
+        self.template_kwargs = {**DEFAULT_TEMPLATE_KWARGS, **(template_kwargs or {})}
         self.pad_id = dedicated_pad_id(tokenizer)
         self.bos_id = tokenizer.bos_token_id
         self._frame = functools.lru_cache(maxsize=8192)(self._frame_uncached)
+        self.shows_today = self._shows_today()
+        if self.shows_today:
+            warnings.warn(f"model {name!r}: its chat template writes today's date into the input, so scores depend "
+                          f"on the day of the run; pin it with ModelSpec.chat_template_kwargs if the template takes "
+                          f"a date variable, or give a template without it (ModelSpec.chat_template)", stacklevel=2)
+
+    def _shows_today(self) -> bool:
+        """Whether a rendered conversation contains today's date in a common format (strftime_now)."""
+        rendered = self._render((("user", "hi"), ("assistant", "hello")), generation_prompt=False)
+        today = datetime.date.today()
+        return any(today.strftime(f) in rendered for f in ("%d %b %Y", "%Y-%m-%d", "%d %B %Y", "%B %d, %Y"))
 
     def _render(self, messages: tuple[Message, ...], generation_prompt: bool) -> str:
-        return self.tokenizer.apply_chat_template(
-            [{"role": role, "content": content} for role, content in messages], chat_template=self.chat_template,
-            tokenize=False, add_generation_prompt=generation_prompt, **self.template_kwargs)
+        from jinja2 import TemplateError
+
+        try:
+            return self.tokenizer.apply_chat_template(
+                [{"role": role, "content": content} for role, content in messages], chat_template=self.chat_template,
+                tokenize=False, add_generation_prompt=generation_prompt, **self.template_kwargs)
+        except (TemplateError, ValueError, TypeError) as error:
+            roles = ", ".join(role for role, _ in messages) or "no messages"
+            raise self._error(f"the template fails on a conversation of {roles}: {error}") from None
 
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -207,7 +230,8 @@ class DecoderFormatter:
                 "tokenizer_sha256": _sha256(tok.backend_tokenizer.to_str()),
                 "chat_template_source": self.template_source, "chat_template_sha256": _sha256(self.chat_template),
                 "chat_template_chars": len(self.chat_template), "chat_template": self.chat_template,
-                "template_kwargs": self.template_kwargs, "add_special_tokens": False,
+                "template_kwargs": self.template_kwargs, "template_shows_today": self.shows_today,
+                "add_special_tokens": False,
                 "bos_token": tok.bos_token, "eos_token": tok.eos_token, "tokenizer_pad_token": tok.pad_token,
                 "pad_token_id": self.pad_id, "pad_token": "dedicated id one past the tokenizer's largest id",
                 "padding_side": "right", "readout": "last real token (the template's last closing token)",

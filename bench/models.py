@@ -14,6 +14,7 @@ import contextlib
 import copy
 import functools
 import hashlib
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,14 @@ def weights_revision(spec: ModelSpec) -> dict:
             "commit": getattr(config, "_commit_hash", None)}
 
 
+def max_positions(spec: ModelSpec) -> int | None:
+    """The longest sequence the model can read (its position table), when its config says."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(resolve_path(spec), revision=spec.revision)
+    return getattr(config, "max_position_embeddings", None)
+
+
 def disable_dropout(model: nn.Module) -> nn.Module:
     for module in model.modules():
         if isinstance(module, nn.Dropout):
@@ -84,17 +93,14 @@ def resolve_dtype(name: str) -> torch.dtype:
     return dtype
 
 
-DECODER_LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
 class LoraSettings(BaseModel):
-    """ModelSpec.lora, checked. Defaults target every linear layer of a Llama/Qwen2-style block."""
+    """ModelSpec.lora, checked. ``target_modules``: module names as peft matches them (e.g. q_proj, v_proj)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     r: int = Field(gt=0)
     alpha: float = Field(gt=0)
     dropout: float = Field(0.0, ge=0.0, lt=1.0)   # dropout is switched off everywhere anyway (see above)
-    target_modules: tuple[str, ...] = DECODER_LORA_TARGETS
+    target_modules: tuple[str, ...] = Field(min_length=1)
 
 
 def lora_settings(spec: ModelSpec) -> LoraSettings | None:
@@ -136,7 +142,9 @@ def _apply_lora(model: nn.Module, spec: ModelSpec, settings: LoraSettings) -> nn
                         lora_dropout=settings.dropout, target_modules=list(settings.target_modules),
                         modules_to_save=[head_name])
     try:
-        return get_peft_model(model, config)
+        with warnings.catch_warnings():  # peft still asks transformers 5 by the deprecated name
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            return get_peft_model(model, config)
     except ValueError as error:  # e.g. target modules not found in the model
         raise BenchError(f"model {spec.name!r}: LoRA could not be applied: {error}") from None
 
@@ -172,8 +180,13 @@ def load_reward_model(spec: ModelSpec, seed: int) -> nn.Module:
         raise BenchError(f"model {spec.name!r} has no pad token id; set one in its config")
     if dtype != torch.float32:
         _float32_head(model)
-    if spec.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if settings is None:
+            warnings.warn(f"model {spec.name!r}: its {spec.dtype} weights ({dtype}) will be trained in full; AdamW "
+                          f"updates below that dtype's resolution are lost. Use LoRA (ModelSpec.lora) or float32",
+                          stacklevel=2)
+    if spec.gradient_checkpointing:  # transformers 5 renamed it; 4.x has the old name only
+        enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+        enable({"use_reentrant": False})
     if settings is not None:
         model = _apply_lora(model, spec, settings)
     return disable_dropout(model)
@@ -259,11 +272,12 @@ def score(model: nn.Module, sequences: list[Encoded], batch_size: int, desc: str
 
     model.eval()
     pad_id = model.config.pad_token_id
+    device = next(model.parameters()).device  # where training left it (a GPU under accelerate)
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i].input_ids))
     rewards = [0.0] * len(sequences)
     for start in tqdm(range(0, len(order), batch_size), desc=desc, unit="batch", leave=False):
         index = order[start:start + batch_size]
-        batch = collate([sequences[i] for i in index], pad_id)
+        batch = {k: v.to(device) for k, v in collate([sequences[i] for i in index], pad_id).items()}
         logits = model(**model_inputs(batch)).logits[:, 0].float().tolist()
         for i, value in zip(index, logits):
             rewards[i] = value

@@ -8,6 +8,7 @@ determines it, so every method and every rerun on the same cell reuses it.
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -17,13 +18,16 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from bench.cache import Cache
-from bench.data import OrderedPair, Pair, eval_sets, load_pairs, random_order, split_prompt_disjoint, sub_seed
+from bench.data import LoadedSplit, OrderedPair, Pair, eval_sets, load_pairs, random_order, split_prompt_disjoint, sub_seed
+from bench.distributed import on_main_process
 from bench.env import environment
 from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 from bench.metrics import accuracy, cell_metrics
-from bench.models import formatter_for, load_reward_model, load_tokenizer, score, weights_revision
+from bench.models import (formatter_for, load_reward_model, load_tokenizer, max_positions, model_provenance, score,
+                          weights_revision)
 from bench.protocols import DATASETS, protocol_hash
 from bench.results import SCHEMA_VERSION, cell_dir, load_cell, params_slug, write_cell
+from bench.scorers import SCORERS
 from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
 from bench.train import TrainExample, train_reward_model, train_student
 from methods import make_method, method_origin
@@ -42,6 +46,7 @@ class RunContext:
     cache: Cache
     command: str = ""
     data_dir: Path | None = None
+    scorer: str = "hf"                    # how the student is scored (bench/scorers)
 
     @cached_property
     def protocol_hash(self) -> str:
@@ -49,33 +54,67 @@ class RunContext:
 
     @cached_property
     def revisions(self) -> dict[str, dict]:
-        return {"weak": weights_revision(self.models.weak), "strong": weights_revision(self.models.strong)}
+        """What exactly was loaded (weights digest or hub commit) and how (the dtype ``auto`` resolved to)."""
+        return {which: {**weights_revision(spec), **model_provenance(spec)}
+                for which, spec in (("weak", self.models.weak), ("strong", self.models.strong))}
 
     @cached_property
     def environment(self) -> dict:
         return environment()
 
     @lru_cache(maxsize=None)
-    def pairs(self, dataset: str, split: str) -> list[Pair]:
+    def loaded(self, dataset: str, split: str) -> LoadedSplit:
+        """``split`` is "train" (the source's train pool) or "test"; the spec names the real splits."""
         spec = DATASETS.get(dataset)
         if split == "train":
-            return load_pairs(spec, spec.train_split, self.protocol.train_pool_size, self.data_dir).pairs
-        return load_pairs(spec, spec.test_split, self.protocol.test_size, self.data_dir).pairs
+            return load_pairs(spec, spec.train_split, self.protocol.train_pool_size, self.data_dir)
+        return load_pairs(spec, spec.test_split, self.protocol.test_size, self.data_dir)
+
+    def pairs(self, dataset: str, split: str) -> list[Pair]:
+        return self.loaded(dataset, split).pairs
 
     @lru_cache(maxsize=None)
     def formatter(self, which: str):
+        """The model's token layout at the protocol's max length, or the model's own limit when that is
+        shorter (an encoder with 512 positions on a 1024-token protocol); the formatter's provenance,
+        recorded in every result, holds the length actually used."""
         spec: ModelSpec = getattr(self.models, which)
-        return formatter_for(spec, load_tokenizer(spec), self.protocol.max_length)
+        limit = max_positions(spec)
+        if limit is not None and limit < self.protocol.max_length:
+            print(f"[bench] {which} model {spec.name} reads at most {limit} tokens: sequences are cut to {limit}, "
+                  f"not the protocol's {self.protocol.max_length}", file=sys.stderr)
+        length = min(self.protocol.max_length, limit or self.protocol.max_length)
+        return formatter_for(spec, load_tokenizer(spec), length)
+
+    def data_fingerprint(self, source: str) -> dict:
+        """What the data of a cell was read from (Hub commits, file digests); empty for generated data,
+        whose every input is in the protocol hash."""
+        sets = {("train", source): self.loaded(source, "train"),
+                **{("test", name): self.loaded(name, "test") for name in eval_sets(self.protocol, source)}}
+        return {f"{split}:{name}": fingerprint for (split, name), loaded in sets.items()
+                if (fingerprint := data_fingerprint(loaded.provenance))}
 
     def cell_key(self, source: str, seed: int) -> str:
         """Everything that decides a cell's numbers; a finished cell is reused only when this matches."""
         return stable_hash({"protocol_hash": self.protocol_hash, "models": self.models, "revisions": self.revisions,
+                            "formatters": {w: self.formatter(w).provenance() for w in ("weak", "strong")},
+                            "data": self.data_fingerprint(source),
                             "method": self.method.name, "params": self.method.params.model_dump(),
                             "method_code": method_origin(type(self.method)).get("sha256"),
-                            "source": source, "seed": seed, "schema": SCHEMA_VERSION}, length=24)
+                            "source": source, "seed": seed, "schema": SCHEMA_VERSION,
+                            **({"scorer": self.scorer} if self.scorer != "hf" else {})}, length=24)
 
     def __hash__(self) -> int:  # lru_cache on methods keys on self
         return id(self)
+
+
+def data_fingerprint(provenance: dict) -> dict:
+    """The parts of a split's provenance that decide its pairs (not local paths or counts)."""
+    if provenance.get("source") == "generated":
+        return {}
+    return {"source": provenance.get("source"), "hub_id": provenance.get("hub_id"), "config": provenance.get("config"),
+            "data_dir": provenance.get("data_dir"), "commit": provenance.get("resolved_commit"),
+            "files": sorted(f["sha256"] for f in provenance.get("files", []))}
 
 
 @dataclass
@@ -125,7 +164,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
     # 6. score: the student on every eval set
     t = time.perf_counter()
     if ctx.method.trains:
-        student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student")
+        scorer = functools.partial(SCORERS.get(ctx.scorer), spec=ctx.models.strong)
+        student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student", scorer)
         del student
     else:
         student_scores = {name: ([ctx.method.rule_reward(p.prompt, p.chosen) for p in pairs],
@@ -158,12 +198,15 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
                              "teacher_acc": accuracies[name]["teacher"], "student_acc": accuracies[name]["student"]}
                       for name, role in eval_sets(ctx.protocol, source).items()},
         "metrics": metrics,
+        "datasets": {"train_pool": ctx.loaded(source, "train").provenance,
+                     **{name: ctx.loaded(name, "test").provenance for name in evals}},
+        "formatters": {w: ctx.formatter(w).provenance() for w in ("weak", "strong")},
         "sizes": {"train_pool": len(pool), "half_a": len(half_a), "half_b": len(half_b),
                   "half_a_prompts": len({p.prompt_key for p in half_a}),
                   "half_b_prompts": len({p.prompt_key for p in half_b}),
                   "student_truncated_sequences": sum(e.a.truncated + e.b.truncated for e in examples)},
         "teacher": {"cache_key": teacher.key, "reused": teacher.reused, **teacher.info},
-        "student": {"train": student_log},
+        "student": {"train": student_log, "scorer": ctx.scorer},
         "timings_s": timings,
         "environment": ctx.environment,
         "command": ctx.command,
@@ -172,7 +215,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
     rows = [(name, pair.id, tc, tr, sc, sr)
             for name, pairs in evals.items()
             for pair, tc, tr, sc, sr in zip(pairs, *teacher.scores[name], *student_scores[name])]
-    write_cell(cell_dir(ctx.out, ctx.protocol.name, ctx.models.name, slug_of(ctx.method), seed, source), result, rows)
+    folder = cell_dir(ctx.out, ctx.protocol.name, ctx.models.name, slug_of(ctx.method), seed, source)
+    on_main_process(lambda: write_cell(folder, result, rows))  # launched on several processes: one writes
     return result
 
 
@@ -180,7 +224,7 @@ def slug_of(method: Method) -> str:
     return params_slug(method.name, method.params.model_dump())
 
 
-def score_eval_sets(model, formatter, evals: dict[str, list[Pair]], batch_size: int, who: str
+def score_eval_sets(model, formatter, evals: dict[str, list[Pair]], batch_size: int, who: str, scorer=score
                     ) -> dict[str, tuple[list[float], list[float]]]:
     """(r_chosen, r_rejected) per eval set, all sequences scored in one length-sorted pass."""
     sequences, spans = [], {}
@@ -189,7 +233,7 @@ def score_eval_sets(model, formatter, evals: dict[str, list[Pair]], batch_size: 
         sequences += [formatter.encode(p.prompt, p.chosen) for p in pairs]
         sequences += [formatter.encode(p.prompt, p.rejected) for p in pairs]
         spans[name] = (start, len(pairs))
-    rewards = score(model, sequences, batch_size, desc=f"scoring {who}")
+    rewards = scorer(model, sequences, batch_size, desc=f"scoring {who}")
     return {name: (rewards[start:start + n], rewards[start + n:start + 2 * n]) for name, (start, n) in spans.items()}
 
 
@@ -200,7 +244,8 @@ def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], h
         "stage": TEACHER_STAGE_VERSION,
         "protocol": ctx.protocol.name, "protocol_hash": ctx.protocol_hash,
         "source": source, "seed": seed, "eval_sets": sorted(evals),
-        "weak": ctx.models.weak, "weak_revision": ctx.revisions["weak"],
+        "weak": ctx.models.weak, "weak_revision": ctx.revisions["weak"], "weak_formatter": ctx.formatter("weak").provenance(),
+        "data": ctx.data_fingerprint(source),
         "train": ctx.models.teacher_train, "score_batch_size": ctx.models.score_batch_size,
     }
     key = ctx.cache.key(inputs)
@@ -249,7 +294,7 @@ def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], h
             [(name, p.id, c, r) for name, pairs in evals.items() for p, c, r in zip(pairs, *scores[name])]))
         atomic_write_json(folder / "info.json", info)
 
-    ctx.cache.store("teacher", key, inputs, write)
+    on_main_process(lambda: ctx.cache.store("teacher", key, inputs, write))
     return Teacher(key=key, reused=False, ordered=ordered, soft_labels=soft, scores=scores, info=info)
 
 
@@ -271,19 +316,46 @@ def _read_teacher(folder: Path, key: str, ordered: list[OrderedPair]) -> Teacher
 
 # --- a run: many cells ----------------------------------------------------------------------------
 def run(protocol: ProtocolSpec, models: ModelPairSpec, method_name: str, params: dict, sources: list[str],
-        seeds: list[int], out: Path, cache_dir: Path, force: bool = False, command: str = "") -> list[dict]:
+        seeds: list[int], out: Path, cache_dir: Path, force: bool = False, command: str = "",
+        data_dir: Path | None = None, scorer: str = "hf") -> list[dict]:
+    import errno
+
     from tqdm.auto import tqdm
 
+    from bench.errors import BenchError, CellsFailedError, TrainingDivergedError
+    from bench.preflight import preflight
+
     method = make_method(method_name, params, models.defaults_for(method_name))  # bad params fail here, before work
-    ctx = RunContext(protocol, models, method, Path(out), Cache(cache_dir), command)
-    cells = [(seed, source) for seed in seeds for source in sources]
-    results = []
-    for seed, source in tqdm(cells, desc=f"{method.name} cells", unit="cell"):
-        folder = cell_dir(ctx.out, protocol.name, models.name, slug_of(method), seed, source)
-        done = None if force else load_cell(folder)
+    SCORERS.get(scorer)  # an unknown scorer fails here, before work
+    ctx = RunContext(protocol, models, method, Path(out), Cache(cache_dir), command, data_dir, scorer)
+    cells = list(dict.fromkeys((seed, source) for seed in seeds for source in sources))  # a repeated --seeds runs once
+    folders = {cell: cell_dir(ctx.out, protocol.name, models.name, slug_of(method), *cell) for cell in cells}
+    finished = {}
+    for seed, source in cells:
+        done = None if force else load_cell(folders[seed, source])
         if done is not None and done.get("cell_key") == ctx.cell_key(source, seed):
-            print(f"[skip] {source} seed {seed}: finished result in {folder}", file=sys.stderr)
-            results.append(done)
+            finished[seed, source] = done
+    if len(finished) < len(cells):  # a read-only or full folder fails now, not after the first training
+        preflight({"results folder (--out)": ctx.out, "teacher cache (--cache-dir)": ctx.cache.root})
+    shown = ", ".join(f"{k}={v}" for k, v in method.params.model_dump().items()) or "no params"
+    results, failures = [], []
+    for seed, source in tqdm(cells, desc=f"{method.name} cells", unit="cell"):
+        if (seed, source) in finished:
+            print(f"[skip] {source} seed {seed}: finished result in {folders[seed, source]}", file=sys.stderr)
+            results.append(finished[seed, source])
             continue
-        results.append(run_cell(ctx, source, seed))
+        try:
+            results.append(run_cell(ctx, source, seed))
+        except TrainingDivergedError as error:  # this cell's settings, not the run's: the other cells go on
+            failures.append(f"{source} seed {seed}, {method.name} ({shown}): {error}")
+            print(f"[failed] {failures[-1]}", file=sys.stderr)
+        except OSError as error:  # the disk filled or went read-only mid-run: every later cell would fail too
+            if error.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+                raise
+            where = f" ({error.filename})" if error.filename else ""
+            raise BenchError(f"{source} seed {seed} stopped: {error.strerror}{where} while writing the results folder "
+                             f"{ctx.out} or the teacher cache {ctx.cache.root}. Free space there (or make it writable) "
+                             f"and rerun: finished cells are kept") from error
+    if failures:
+        raise CellsFailedError(failures, results, ctx.out)
     return results

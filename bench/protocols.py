@@ -184,11 +184,11 @@ PROTOCOLS.register("w2s-shift-v1", ProtocolSpec(
 # template. Weak: the family's small instruct model, so teacher and student share the tokenizer and
 # template family and the gap is scale. Llama checkpoints are gated on the Hub (accept the licence,
 # then `huggingface-cli login`). The Llama 3.x templates put today's date into the system header
-# (strftime_now) unless `date_string` is given: it is pinned to the templates' own fallback so that
-# the inputs, and with them the numbers, do not depend on the day of the run.
+# unless `date_string` is given: bench/formatting.py sets it for every decoder (to those templates'
+# own fallback, 26 Jul 2024) so that the inputs do not depend on the day of the run.
 #
 # Training (conventional values, not tuned here): the weak teacher is trained in full in float32
-# (0.5B/1B parameters: ~8-20 GB with AdamW) at lr 2e-5; the strong student with LoRA (r 16, alpha 32,
+# (AdamW: 16 bytes per parameter, ~8 GB for 0.5B, ~20 GB for 1.2B; computed) at lr 2e-5; the strong student with LoRA (r 16, alpha 32,
 # every linear layer of the blocks; the reward head in full) at lr 1e-4, over a bfloat16 backbone on
 # GPUs that have it (dtype auto). Why LoRA by default: full fine-tuning of 7-8B in pure bf16 loses
 # updates (an AdamW step of ~1e-5 is below bf16's resolution at typical weight sizes), and fp32
@@ -201,12 +201,11 @@ _STUDENT_LORA = frozen_map(r=16, alpha=32, dropout=0.0, target_modules=_LLAMA_ST
 _DECODER_TEACHER_TRAIN = TrainConfig(learning_rate=2e-5, epochs=1, batch_size=32, freeze_word_embeddings=True)
 _DECODER_STUDENT_TRAIN = TrainConfig(learning_rate=1e-4, epochs=1, batch_size=32, freeze_word_embeddings=True)
 _DECODER_DEFAULTS = frozen_map({"anchor": {"lam": 1e-4}, "anchor-mid": {"lam": 1e-4}})
-_LLAMA_DATE = frozen_map(date_string="26 Jul 2024")
 
 
-def _decoder(name: str, path: str, student: bool, **extra) -> ModelSpec:
+def _decoder(name: str, path: str, student: bool) -> ModelSpec:
     return ModelSpec(name=name, path=path, architecture="decoder", gradient_checkpointing=True,
-                     dtype="auto" if student else "float32", lora=_STUDENT_LORA if student else None, **extra)
+                     dtype="auto" if student else "float32", lora=_STUDENT_LORA if student else None)
 
 
 MODEL_PAIRS.register("qwen", ModelPairSpec(
@@ -225,11 +224,9 @@ MODEL_PAIRS.register("llama", ModelPairSpec(
     name="llama",
     description="Llama 3 instruct (gated on the Hub). Weak: Llama-3.2-1B-Instruct, trained in full. Strong: "
                 "Llama-3.1-8B-Instruct (the paper's student size) with LoRA r16 on every linear layer (bf16 "
-                "backbone where supported). Same tokenizer; template date pinned.",
-    weak=_decoder("llama-3.2-1b-instruct", "meta-llama/Llama-3.2-1B-Instruct", student=False,
-                  chat_template_kwargs=_LLAMA_DATE),
-    strong=_decoder("llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct", student=True,
-                    chat_template_kwargs=_LLAMA_DATE),
+                "backbone where supported). Same tokenizer.",
+    weak=_decoder("llama-3.2-1b-instruct", "meta-llama/Llama-3.2-1B-Instruct", student=False),
+    strong=_decoder("llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct", student=True),
     teacher_train=_DECODER_TEACHER_TRAIN,
     student_train=_DECODER_STUDENT_TRAIN,
     score_batch_size=32,

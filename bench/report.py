@@ -72,6 +72,21 @@ def cell_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+TEACHER = "teacher (weak)"
+
+
+def teacher_rows(cells: pd.DataFrame) -> pd.DataFrame:
+    """The weak teacher as a reference row: its own accuracies as the "student" ones, so its WRG,
+    AOG and NTS are 0 and it sits in the ranking where a method stops beating its own teacher.
+    The teacher stage is shared by every method of a cell, so each (seed, source, target) counts once."""
+    keys = ["protocol", "models", "category", "seed", "source", "target"]
+    teacher = cells.drop_duplicates(keys).copy()
+    teacher["method"], teacher["params"] = TEACHER, "reference"
+    teacher["student_id"], teacher["student_ood"] = teacher["teacher_id"], teacher["teacher_ood"]
+    teacher[["wrg", "aog", "nts"]] = 0.0
+    return teacher
+
+
 def method_table(results: list[dict], by: str | None = None) -> pd.DataFrame:
     """One row per (method, params, model pair, protocol[, category or source]): means over cells and
     seeds with spreads, best mean NTS first."""
@@ -79,6 +94,7 @@ def method_table(results: list[dict], by: str | None = None) -> pd.DataFrame:
     if cells.empty:
         return pd.DataFrame()
     cells["params"] = cells["params"].map(lambda p: ", ".join(f"{k}={v}" for k, v in sorted(p.items())))
+    cells = pd.concat([cells, teacher_rows(cells)], ignore_index=True)
     keys = ["protocol", "models", "method", "params", *([by] if by else [])]
     rows = []
     for values, group in cells.groupby(keys):

@@ -102,6 +102,18 @@ class ProtocolSpec:
         category = self.category_of(source)
         return tuple(name for name in dict(self.categories)[category] if name != source)
 
+    def capped(self, train: int | None = None, test: int | None = None) -> "ProtocolSpec":
+        """This protocol with smaller train pools and test splits, for a machine that cannot run it whole.
+        It is a different protocol: its name says so and its hash differs, so its results are never
+        mistaken for (or submitted as) the full protocol's."""
+        train_size = min(self.train_pool_size, train) if train else self.train_pool_size
+        test_size = min(self.test_size, test) if test else self.test_size
+        if (train_size, test_size) == (self.train_pool_size, self.test_size):
+            return self
+        return dataclasses.replace(self, name=f"{self.name}+cap-train{train_size}-test{test_size}",
+                                   train_pool_size=train_size, test_size=test_size,
+                                   description=f"{self.description} [capped: train pool {train_size}, test {test_size}]")
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -131,6 +143,9 @@ class TrainConfig:
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     freeze_word_embeddings: bool = False
+    # Length-grouped batches (as HF/TRL's group_by_length): less padding, same pairs per epoch.
+    # Off by default, so that existing pairs keep their batches and results (docs/performance.md).
+    group_by_length: bool = False
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import math
 import os
 import re
 import shutil
+import stat
 import tempfile
 import zlib
 from collections import defaultdict
@@ -81,6 +82,7 @@ class Validation:
     warnings: list[Problem] = field(default_factory=list)
     submission: dict | None = None
     cells: list[dict] = field(default_factory=list)
+    name: str = ""   # how to call it: its path in the submissions root (unique there)
 
     @property
     def ok(self) -> bool:
@@ -88,9 +90,9 @@ class Validation:
 
     @property
     def key(self) -> str:
-        """``protocol/models/slug`` when readable, else the folder name."""
+        """``name``, else ``protocol/models/slug`` when readable, else the folder name."""
         s = self.submission
-        return f"{s['protocol']['name']}/{s['models']['name']}/{s['slug']}" if s else self.folder.name
+        return self.name or (f"{s['protocol']['name']}/{s['models']['name']}/{s['slug']}" if s else self.folder.name)
 
     def error(self, file: str, fld: str, message: str, fix: str) -> None:
         self.errors.append(Problem(file, fld, message, fix))
@@ -123,6 +125,10 @@ class MethodRef(_Open):  # the run may record more (paper, origin); name and par
     params: dict[str, str | int | float | bool | None]
 
 
+class ModelsRef(_Open):  # the whole model pair as the run recorded it; its name identifies it
+    name: str
+
+
 class CellRef(_Strict):
     seed: int
     source: str
@@ -142,7 +148,7 @@ class SubmissionFile(_Strict):
     slug: str
     method: MethodRef
     protocol: ProtocolRef
-    models: dict[str, Any]
+    models: ModelsRef
     code_version: CodeVersion
     submitter: str
     created_utc: str
@@ -169,7 +175,7 @@ class CellResult(_Open):  # result.json: the fields a submission relies on; the 
     schema_version: int
     protocol: ProtocolRef
     method: MethodRef
-    models: dict[str, Any]
+    models: ModelsRef
     source: str
     category: str
     seed: int
@@ -266,6 +272,9 @@ def _inventory(v: Validation) -> dict[str, int]:
                 continue
             if name in dirs:
                 continue
+            if not stat.S_ISREG(path.lstat().st_mode):  # a FIFO or device would block or never end
+                v.error(rel, "", "is not a regular file", "replace it with the file itself")
+                continue
             files[rel] = path.lstat().st_size
             total += files[rel]
             if total > MAX_SUBMISSION_BYTES or len(files) > MAX_FILES:
@@ -310,9 +319,32 @@ def _check_protocol(v: Validation, meta: dict, protocols: Mapping[str, ProtocolS
 
 
 def _plain_models(models: dict) -> dict:
-    """A recorded model pair without the resolved revisions, comparable with the registered spec."""
-    return {k: ({kk: vv for kk, vv in v.items() if kk != "revision"} if k in ("weak", "strong") and isinstance(v, dict)
-                else v) for k, v in models.items()}
+    """A recorded model pair as its spec: the run records the resolved revision (weights sha256 or
+    hub commit) where the spec has the requested one."""
+    def spec(model: Any) -> Any:
+        if isinstance(model, dict) and isinstance(model.get("revision"), dict):
+            return {**model, "revision": model["revision"].get("requested_revision")}
+        return model
+    return {k: spec(v) if k in ("weak", "strong") else v for k, v in models.items()}
+
+
+def _with_defaults(cls: type, recorded: dict) -> dict:
+    """A recorded spec with the fields it predates filled in with their defaults, so that a field added
+    to a spec later (with a default that keeps old behaviour) does not make older submissions differ."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    filled = dict(recorded)
+    for f in dataclasses.fields(cls):
+        if f.name not in filled:
+            if f.default is not dataclasses.MISSING:
+                filled[f.name] = to_plain(f.default)
+            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                filled[f.name] = to_plain(f.default_factory())  # type: ignore[misc]
+        elif dataclasses.is_dataclass(hints.get(f.name)) and isinstance(filled[f.name], dict):
+            filled[f.name] = _with_defaults(hints[f.name], filled[f.name])
+    return filled
 
 
 def _check_models(v: Validation, meta: dict, model_pairs: Mapping[str, ModelPairSpec] | None) -> None:
@@ -325,7 +357,7 @@ def _check_models(v: Validation, meta: dict, model_pairs: Mapping[str, ModelPair
         v.warn(SUBMISSION_FILE, "models.name", f"model pair {models.get('name')!r} is not registered here, so its "
                "settings cannot be checked", "register the pair, or submit results of a registered one")
         return
-    recorded, registered = _plain_models(models), to_plain(spec)
+    recorded, registered = _with_defaults(ModelPairSpec, _plain_models(models)), to_plain(spec)
     differing = sorted(k for k in set(recorded) | set(registered) if recorded.get(k) != registered.get(k))
     if differing:
         v.error(SUBMISSION_FILE, "models", f"model pair {spec.name!r} differs from the registered one in: "
@@ -580,16 +612,18 @@ def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = Non
     warn where submissions disagree on the teacher."""
     path = Path(path)
     validations = [validate_submission(folder, protocols, model_pairs) for folder in find_submissions(path)]
-    first: dict[str, Validation] = {}
     for v in validations:
-        if v.submission is None:
-            continue
-        s = v.submission
-        parts = v.folder.relative_to(path).parts
+        v.name = v.folder.relative_to(path).as_posix() if v.folder != path else path.name
+    readable = [v for v in validations if v.submission is not None]
+    for v in readable:
+        s, parts = v.submission, v.folder.relative_to(path).parts
         expected = (s["protocol"]["name"], s["models"]["name"], s["slug"])
         if len(parts) == 3 and parts != expected:
             v.error(".", "", f"is at {'/'.join(parts)} but holds {'/'.join(expected)}",
                     f"move it to {path / '/'.join(expected)}")
+    first: dict[str, Validation] = {}
+    for v in sorted(readable, key=lambda v: not v.ok):  # a valid one keeps its place; later copies are refused
+        s = v.submission
         identity = canonical_json([s["protocol"], s["models"]["name"], s["method"]["name"], s["method"]["params"]])
         if identity in first:
             v.error(SUBMISSION_FILE, "", f"duplicates {first[identity].folder}: the same method, params, model pair "
@@ -725,7 +759,6 @@ def extract_upload(archive: Path, dest: Path) -> Path:
     """A submission .zip unpacked into ``dest`` without trusting it: size and file-count limits from
     the archive's directory and again while reading, only the submission layout, no links, nothing run.
     Returns the submission folder (the archive may hold it at its top or inside one folder)."""
-    import stat
     import zipfile
 
     size = Path(archive).stat().st_size

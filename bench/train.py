@@ -2,6 +2,12 @@
 
 A method supplies the loss; the loop supplies everything else, so two methods differ only in what
 their loss says. Batches hold the a responses then the b responses of the same pairs, in one forward.
+
+The loop runs through accelerate, so one command trains on one CPU, one GPU, or several processes
+(``accelerate launch``; configs in configs/accelerate/). With several, each process takes its
+contiguous shard of every batch, DDP all-reduces (averages) the gradients, and each shard's loss
+is weighted by its share of the batch so that the average is the whole batch's mean gradient
+(exact for per-pair means; a method whose loss uses batch statistics sees its shard's).
 """
 from __future__ import annotations
 
@@ -11,10 +17,14 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from bench.distributed import on_cpu, shard
 from bench.errors import TrainingDivergedError
 from bench.models import Encoded, collate, model_inputs
 from bench.specs import TrainConfig
 from methods.base import Method, Step
+
+# Length grouping sorts within mega-batches of this many batches, as HF's LengthGroupedSampler does.
+LENGTH_GROUP_MEGA_BATCHES = 50
 
 
 @dataclass(slots=True)
@@ -32,7 +42,10 @@ def apply_freezing(model: nn.Module, cfg: TrainConfig) -> None:
 def train_student(student: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
                   seed: int, desc: str) -> dict:
     """The method's whole training of the student (``Method.fit``), on the shared loop below."""
+    from bench.distributed import state
+
     apply_freezing(student, cfg)
+    student.to(state().device)  # before fit: a method's setup (reference copies, cached states) runs there
 
     def train(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig) -> dict:
         return train_reward_model(model, examples, cfg, method, seed, desc)
@@ -40,52 +53,88 @@ def train_student(student: nn.Module, examples: list[TrainExample], cfg: TrainCo
     return method.fit(student, examples, cfg, train)
 
 
+def epoch_batches(lengths: list[int], batch_size: int, generator: torch.Generator,
+                  group_by_length: bool = False, mega_batches: int = LENGTH_GROUP_MEGA_BATCHES) -> list[list[int]]:
+    """One epoch's batches as example indices: a seeded shuffle cut into batches. Grouped by length,
+    the shuffle is cut into mega-batches of ``mega_batches`` batches, each sorted by length (longest
+    first) and cut into batches, and the batches' order is shuffled again: every batch holds pairs of
+    similar length (little padding) while which pairs meet still changes from epoch to epoch."""
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    if not group_by_length:
+        return [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+    mega = batch_size * mega_batches
+    batches = []
+    for s in range(0, len(order), mega):
+        group = sorted(order[s:s + mega], key=lambda i: -lengths[i])
+        batches += [group[j:j + batch_size] for j in range(0, len(group), batch_size)]
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
+def pair_lengths(examples: list[TrainExample]) -> list[int]:
+    """A pair's padded width in a batch: its longer sequence."""
+    return [max(len(ex.a.input_ids), len(ex.b.input_ids)) for ex in examples]
+
+
 def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
                        seed: int, desc: str) -> dict:
     """One run of the loop: a fresh optimizer over the parameters that require grad, ``method.loss``
     on every batch. Hooks around it (setup, finish, phases) belong to ``Method.fit``."""
+    from accelerate import Accelerator
     from tqdm.auto import tqdm
 
     apply_freezing(model, cfg)
     trainable = [p for p in model.parameters() if p.requires_grad]
+    # Precision is the model spec's dtype (it is in every result's key), never the launcher's.
+    accelerator = Accelerator(cpu=on_cpu(), mixed_precision="no")
     optimizer = torch.optim.AdamW(trainable, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    wrapped, optimizer = accelerator.prepare(model, optimizer)
+    rank, world, device = accelerator.process_index, accelerator.num_processes, accelerator.device
     steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     warmup = max(1, round(cfg.warmup_ratio * total))
-    schedule = torch.optim.lr_scheduler.LambdaLR(
+    schedule = torch.optim.lr_scheduler.LambdaLR(  # not prepared: accelerate would step it once per process
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
     generator = torch.Generator().manual_seed(seed)
+    lengths = pair_lengths(examples) if cfg.group_by_length else [0] * len(examples)
     pad_id = model.config.pad_token_id
     model.train()
     losses: list[float] = []
     logs: dict[str, float] = {}
-    progress = tqdm(total=total, desc=desc, unit="step", leave=False)
+    progress = tqdm(total=total, desc=desc, unit="step", leave=False, disable=not accelerator.is_main_process)
     for epoch in range(cfg.epochs):
-        order = torch.randperm(len(examples), generator=generator).tolist()
-        for start in range(0, len(order), cfg.batch_size):
-            chunk = [examples[i] for i in order[start:start + cfg.batch_size]]
+        for indices in epoch_batches(lengths, cfg.batch_size, generator, cfg.group_by_length):
+            start, stop = shard(len(indices), rank, world)
+            mine = indices[start:stop] or indices[:1]  # an empty shard still joins the all-reduce, at weight 0
+            weight = (stop - start) * world / len(indices)
+            chunk = [examples[i] for i in mine]
             batch = collate([ex.a for ex in chunk] + [ex.b for ex in chunk], pad_id)
-            out = model(**model_inputs(batch), output_hidden_states=method.needs_hidden_states)
+            batch["example_index"] = torch.tensor(mine + mine)  # each row's example: a rows, then b rows
+            batch = {key: value.to(device) for key, value in batch.items()}
+            out = wrapped(**model_inputs(batch), output_hidden_states=method.needs_hidden_states)
             rewards = out.logits[:, 0].float()
             n = len(chunk)
             step = Step(r_a=rewards[:n], r_b=rewards[n:], batch=batch,
-                        target=torch.tensor([ex.target for ex in chunk], dtype=torch.float32),
+                        target=torch.tensor([ex.target for ex in chunk], dtype=torch.float32, device=device),
                         hidden_states=out.hidden_states if method.needs_hidden_states else None,
                         model=model, index=len(losses), total=total)
             loss, logs = method.loss(step)
-            if not torch.isfinite(loss):
+            batch_loss = loss.detach() * (weight / world)
+            if world > 1:  # the whole batch's loss, the same on every process
+                batch_loss = accelerator.reduce(batch_loss, reduction="sum")
+            if not torch.isfinite(batch_loss):
                 raise TrainingDivergedError(
-                    f"{desc}: loss became {loss.item()} at step {len(losses) + 1} of {total}. "
+                    f"{desc}: loss became {batch_loss.item()} at step {len(losses) + 1} of {total}. "
                     f"Lower the learning rate (now {cfg.learning_rate}) or the method's weights, or check the labels.")
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(trainable, cfg.max_grad_norm)
+            accelerator.backward(loss * weight)
+            accelerator.clip_grad_norm_(wrapped.parameters(), cfg.max_grad_norm)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad(set_to_none=True)
-            losses.append(loss.item())
+            losses.append(batch_loss.item())
             progress.update()
             progress.set_postfix(loss=f"{losses[-1]:.3f}", epoch=epoch + 1)
     progress.close()
+    accelerator.free_memory()  # drops the DDP wrapper; the trained weights are ``model``'s own
     model.eval()
     tail = losses[-max(1, len(losses) // 10):]
     return {"steps": total, "pairs": len(examples), "final_loss": sum(tail) / len(tail),

@@ -1,13 +1,24 @@
-"""ANCHOR: soft-label BT plus a pull of the student's hidden states towards the pretrained ones."""
+"""ANCHOR: soft-label BT plus a pull of the student's hidden states towards the pretrained ones.
+
+The pretrained ("reference") states are computed once, before the first step: one inference pass of
+the pretrained student over every training sequence, in length-sorted batches, keeping only the
+anchored layers at response tokens (all the penalty reads). Steps look their rows up, so training
+runs no second forward and holds no second model. Where those states would take more than
+``SHIFTBENCH_ANCHOR_CACHE_GB`` (default 4) of memory, a frozen reference runs on every batch
+instead. Both give the same penalty to float rounding (tests/test_speed_features.py).
+"""
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+import time
 from typing import Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench.models import frozen_copy, model_inputs, num_layers
+from bench.models import collate, frozen_reference, is_lora_model, model_inputs, num_layers
 from methods.base import Step
 from methods.naive import Naive
 
@@ -19,14 +30,70 @@ def anchor_layers(depth: int, which: str) -> tuple[int, ...]:
     return tuple(sorted({max(1, math.floor(f * depth + 0.5)) for f in (0.5, 0.75)}))
 
 
+def response_mse(hidden: list[torch.Tensor], reference: list[torch.Tensor]) -> torch.Tensor:
+    """Per layer the mean squared difference over the selected tokens' hidden dims (in float32), then the
+    mean over layers; each tensor is (tokens, hidden size), one per anchored layer."""
+    if hidden[0].numel() == 0:
+        return hidden[0].new_zeros((), dtype=torch.float32)
+    return torch.stack([((h.float() - r.float()) ** 2).mean() for h, r in zip(hidden, reference)]).mean()
+
+
 def masked_hidden_mse(hidden: tuple[torch.Tensor, ...], reference: tuple[torch.Tensor, ...],
                       mask: torch.Tensor, layers: tuple[int, ...]) -> torch.Tensor:
-    selected = mask.unsqueeze(-1).to(hidden[0].dtype)
-    count = selected.sum() * hidden[0].shape[-1]
-    if count == 0:
-        return hidden[0].new_zeros(())
-    per_layer = [(((hidden[l] - reference[l]) ** 2) * selected).sum() / count for l in layers]
-    return torch.stack(per_layer).mean()
+    keep = mask.bool()
+    return response_mse([hidden[l][keep] for l in layers], [reference[l][keep] for l in layers])
+
+
+def cache_limit_bytes() -> float:
+    return float(os.environ.get("SHIFTBENCH_ANCHOR_CACHE_GB", "4")) * 2**30
+
+
+class ReferenceStates:
+    """The pretrained model's states at the anchored layers on the response tokens of every training
+    sequence (a of example i is sequence i, its b is sequence n + i), kept on the CPU in the model's dtype."""
+
+    def __init__(self, model, examples: list, layers: tuple[int, ...], batch_size: int):
+        sequences = [ex.a for ex in examples] + [ex.b for ex in examples]
+        self.n = len(examples)
+        self.lengths = torch.tensor([len(s.input_ids) for s in sequences])
+        self.counts = torch.tensor([sum(s.response_mask) for s in sequences])
+        self.offsets = self.counts.cumsum(0) - self.counts
+        dtype = model.get_input_embeddings().weight.dtype
+        self.states = [torch.empty(int(self.counts.sum()), model.config.hidden_size, dtype=dtype) for _ in layers]
+        device = next(model.parameters()).device
+        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i].input_ids))  # little padding
+        adapters_off = model.disable_adapter() if is_lora_model(model) else contextlib.nullcontext()
+        with torch.no_grad(), adapters_off:
+            for start in range(0, len(order), batch_size):
+                rows = order[start:start + batch_size]
+                batch = {k: v.to(device) for k, v in collate([sequences[i] for i in rows], model.config.pad_token_id).items()}
+                hidden = model(**model_inputs(batch), output_hidden_states=True).hidden_states
+                keep = batch["response_mask"].bool()
+                for states, layer in zip(self.states, layers):
+                    for row, i in enumerate(rows):
+                        states[self.offsets[i]:self.offsets[i] + self.counts[i]] = hidden[layer][row, keep[row]].cpu()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(s.numel() * s.element_size() for s in self.states)
+
+    def lookup(self, batch: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        """The reference states of a training batch's response tokens, in the order ``hidden[mask]`` gives."""
+        index = batch["example_index"].cpu()
+        half = len(index) // 2
+        keys = index + torch.cat([torch.zeros(half, dtype=torch.long), torch.full((half,), self.n)])
+        counts = batch["response_mask"].sum(1).cpu()
+        if not (torch.equal(counts, self.counts[keys]) and torch.equal(batch["attention_mask"].sum(1).cpu(), self.lengths[keys])):
+            raise RuntimeError("anchor: a batch's rows are not the sequences its reference states were computed for")
+        row_start = counts.cumsum(0) - counts
+        tokens = torch.repeat_interleave(self.offsets[keys] - row_start, counts) + torch.arange(int(counts.sum()))
+        device = batch["response_mask"].device
+        return [states[tokens].to(device, non_blocking=True) for states in self.states]
+
+
+def estimated_bytes(model, examples: list, layers: tuple[int, ...]) -> int:
+    tokens = sum(sum(ex.a.response_mask) + sum(ex.b.response_mask) for ex in examples)
+    return tokens * model.config.hidden_size * len(layers) * model.get_input_embeddings().weight.element_size()
 
 
 class Anchor(Naive):
@@ -35,8 +102,8 @@ class Anchor(Naive):
     idea: BT + lam * masked MSE to the frozen pretrained student's hidden states (response tokens)
     paper: "When In-Distribution Gains Fail: Evaluating Weak-to-Strong Reward Models under Preference Shift" (2026)
 
-    loss = BT(q) + lam * MSE, where MSE compares the student's hidden states with those of a frozen
-    copy of the pretrained student on the same batch, over response tokens only (prompt, special and
+    loss = BT(q) + lam * MSE, where MSE compares the student's hidden states with those of the
+    pretrained student on the same sequences, over response tokens only (prompt, special and
     padding tokens excluded), for the responses a and b alike:
 
       MSE = mean over anchored layers l of  sum_{tokens t in responses} ||h_l(t) - h_ref_l(t)||^2 / (n_tokens * d)
@@ -44,7 +111,9 @@ class Anchor(Naive):
     i.e. the mean over the selected tokens and the hidden dimensions, then the mean over layers.
     ``layers=last`` anchors the final layer's output; ``layers=mid`` anchors the layers at 50% and 75%
     of depth (layer round(0.5 L) and round(0.75 L), halves rounded up; 3 and 5 of 6, 16 and 24 of 32).
-    Dropout is off, so the penalty is exactly zero before the first update.
+    Dropout is off, so the penalty is zero before the first update (to float rounding: the pretrained
+    states are computed once before training, in other batches than the training ones, and padding
+    moves the last bits; see the module's docstring). That changes the cost, not the loss.
     lam = 1e-4 was best for the paper's 8B students (the default here; model pairs may set their own).
     """
     needs_hidden_states = True
@@ -55,18 +124,38 @@ class Anchor(Naive):
         layers: Literal["last", "mid"] = "last"
 
     def setup(self, student):
-        self.reference = frozen_copy(student)
+        """The reference for steps without known rows (a lone step): a frozen model run on each batch."""
         self.layers = anchor_layers(num_layers(student), self.params.layers)
+        self.reference = frozen_reference(student)
+
+    def fit(self, student, examples, cfg, train):
+        self.layers = anchor_layers(num_layers(student), self.params.layers)
+        started = time.perf_counter()
+        if estimated_bytes(student, examples, self.layers) <= cache_limit_bytes():
+            self.reference = ReferenceStates(student, examples, self.layers, batch_size=2 * cfg.batch_size)
+            info = {"kind": "precomputed states", "bytes": self.reference.nbytes}
+        else:
+            self.reference = frozen_reference(student)
+            info = {"kind": "frozen model on every batch"}
+        info["seconds"] = time.perf_counter() - started
+        log = train(student, examples, cfg)
+        self.finish(student)
+        return {**log, "anchor_reference": info}
 
     def loss(self, step: Step):
         bt, logs = super().loss(step)
-        with torch.no_grad():
-            reference = self.reference(**model_inputs(step.batch), output_hidden_states=True).hidden_states
-        penalty = masked_hidden_mse(step.hidden_states, reference, step.batch["response_mask"], self.layers)
+        keep = step.batch["response_mask"].bool()
+        hidden = [step.hidden_states[l][keep] for l in self.layers]
+        if isinstance(self.reference, ReferenceStates):
+            reference = self.reference.lookup(step.batch)
+        else:
+            states = self.reference.hidden_states(step.batch)
+            reference = [states[l][keep] for l in self.layers]
+        penalty = response_mse(hidden, reference)
         return bt + self.params.lam * penalty, {**logs, "anchor_mse": penalty.item()}
 
     def finish(self, student):
-        del self.reference  # the frozen copy is as large as the student
+        del self.reference  # a frozen copy is as large as the student; precomputed states can be larger
 
 
 class AnchorMid(Anchor):

@@ -137,12 +137,24 @@ def soft_bt_loss(r_a: torch.Tensor, r_b: torch.Tensor, target: torch.Tensor) -> 
 
 
 def head_parameter_names(model: nn.Module) -> set[str]:
-    """The reward head's parameters: those outside the pretrained backbone (``model.base_model``)."""
-    prefix = getattr(model, "base_model_prefix", "")
-    return {name for name, _ in model.named_parameters() if not name.startswith(f"{prefix}.")}
+    """The reward head's parameters: those of the ``score`` (decoders) or ``classifier`` (encoders)
+    module, matched by identity so that a LoRA (peft) wrapper, which renames everything, changes nothing."""
+    from bench.models import head_of
+
+    _, head = head_of(_unwrap(model))
+    ids = {id(p) for p in head.parameters()}
+    return {name for name, p in model.named_parameters() if id(p) in ids}
+
+
+def _unwrap(model: nn.Module) -> nn.Module:
+    """The transformers model inside a peft wrapper (peft keeps it at ``base_model.model``)."""
+    inner = getattr(getattr(model, "base_model", None), "model", None)
+    return inner if inner is not None and hasattr(model, "peft_config") else model
 
 
 def backbone_parameters(model: nn.Module) -> dict[str, nn.Parameter]:
+    """Everything but the head: the pretrained weights and, with LoRA, the adapters (whose pretrained
+    value is "no change", so pulling or interpolating them towards their start is the same idea)."""
     head = head_parameter_names(model)
     return {name: p for name, p in model.named_parameters() if name not in head}
 

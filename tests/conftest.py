@@ -40,11 +40,14 @@ def strong_spec():
 
 @pytest.fixture(scope="session")
 def registered_small(small_protocol, small_models):
-    """The small protocol and model pair registered by name, so `bench` commands can run them."""
+    """The small protocol and model pair registered by name (as ``mini-cli`` / ``tiny-cli``, so that tests
+    of what happens to an unregistered ``mini-test`` are not affected), so `bench` commands can run them."""
     from bench.protocols import MODEL_PAIRS, PROTOCOLS
 
-    if small_protocol.name not in PROTOCOLS:
-        PROTOCOLS.register(small_protocol.name, small_protocol)
-    if small_models.name not in MODEL_PAIRS:
-        MODEL_PAIRS.register(small_models.name, small_models)
-    return small_protocol, small_models
+    protocol = dataclasses.replace(small_protocol, name="mini-cli")
+    models = dataclasses.replace(small_models, name="tiny-cli")
+    if protocol.name not in PROTOCOLS:
+        PROTOCOLS.register(protocol.name, protocol)
+    if models.name not in MODEL_PAIRS:
+        MODEL_PAIRS.register(models.name, models)
+    return protocol, models

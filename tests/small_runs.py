@@ -1,10 +1,16 @@
 """Real run results and submissions on the shrunken protocol, made once per test session and shared
-by the submission, leaderboard and browser tests (each run takes seconds)."""
+by the submission, leaderboard and browser tests (each run takes seconds), and the helpers those
+tests use to damage a submission or pack it as an upload."""
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+HOSTILE = '<img src=x onerror="window.__xss=1">|**bold**'
 
 # method, params: a ceiling, a plain W2S student, and a two-point lam sweep for the ablation view
 RUNS = (("naive", {}), ("ceiling", {}), ("anchor", {"lam": "0.5"}), ("anchor", {"lam": "2.0"}))
@@ -41,3 +47,71 @@ def small_runs(tmp_path_factory, protocol, models) -> SmallRuns:
                protocols=protocols, model_pairs=model_pairs)
         _made[base] = SmallRuns(results, submissions, protocols, model_pairs)
     return _made[base]
+
+
+def zip_folder(folder: Path, archive: Path, extra: dict | None = None) -> Path:
+    """A submission folder as an upload: ``<folder name>/...`` entries, plus ``extra`` {name: data}."""
+    with zipfile.ZipFile(archive, "w") as zf:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                zf.write(path, f"{folder.name}/{path.relative_to(folder).as_posix()}")
+        for name, data in (extra or {}).items():
+            zf.writestr(name, data)
+    return archive
+
+
+def hostile_root(runs: SmallRuns, dest: Path) -> Path:
+    """The submissions plus ``hostile``, a copy of naive whose method name and submitter are markup
+    (checksums updated, so only the text check refuses it): it must be shown as text everywhere."""
+    from bench.io import sha256_file
+
+    root = runs.copy_submissions(dest)
+    folder = root / "mini-test" / "tiny-test" / "hostile"
+    shutil.copytree(root / "mini-test" / "tiny-test" / "naive", folder)
+    meta = json.loads((folder / "submission.json").read_text())
+    meta["submitter"] = HOSTILE
+    for ref in meta["cells"]:
+        result_file = folder / "cells" / f"seed{ref['seed']}" / ref["source"].replace("/", "__") / "result.json"
+        result = json.loads(result_file.read_text())
+        result["method"]["name"] = HOSTILE
+        result_file.write_text(json.dumps(result))
+        ref["result_sha256"] = sha256_file(result_file)
+    (folder / "submission.json").write_text(json.dumps(meta))
+    return root
+
+
+def edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def reseal(folder: Path) -> None:
+    """Update every checksum after an edit, as a careful forger would: only the recomputation is left."""
+    from bench.io import sha256_file
+    from bench.submissions import SUBMISSION_FILE, cell_folder
+
+    meta = json.loads((folder / SUBMISSION_FILE).read_text())
+    for ref in meta["cells"]:
+        cell = folder / cell_folder(ref["seed"], ref["source"])
+        ref["scores_sha256"] = sha256_file(cell / "scores.csv.gz")
+        edit_json(cell / "result.json", lambda r: r["scores_file"].update(sha256=ref["scores_sha256"]))
+        ref["result_sha256"] = sha256_file(cell / "result.json")
+    (folder / SUBMISSION_FILE).write_text(json.dumps(meta))
+
+
+def first_cell(folder: Path) -> Path:
+    return folder / "cells" / "seed0" / "mini__recipes"
+
+
+def flip_one_student_pair(cell: Path) -> str:
+    """Swap one pair's student scores so that pair's verdict changes; returns its eval set."""
+    lines = gzip.decompress((cell / "scores.csv.gz").read_bytes()).decode().splitlines()
+    for i, line in enumerate(lines[1:], start=1):
+        fields = line.split(",")
+        if float(fields[4]) != float(fields[5]):
+            fields[4], fields[5] = fields[5], fields[4]
+            lines[i] = ",".join(fields)
+            (cell / "scores.csv.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+            return fields[0]
+    raise AssertionError("no pair with distinct student scores")

@@ -1,5 +1,6 @@
 """The real datasets: normalisers on hand-written fixtures in each dataset's exact schema (expected pairs
 computed by hand), local and Hub loading, provenance, errors, a fuzz test, and the realdata samples."""
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -127,17 +128,38 @@ def test_provenance_of_a_local_split():
         "resolved_commit": None, "files": [{"path": str(path.resolve()),
                                             "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}],
         "dataset": "w2s/pku-saferlhf", "split": "test", "license": "CC-BY-NC-4.0 (non-commercial)", "limit": None,
-        "rows_read": 4, "kept": 2, "dropped": loaded.provenance["dropped"], "read_whole_split": True}
+        "rows_read": 4, "usable": 2, "kept": 2, "dropped": loaded.provenance["dropped"]}
 
 
-def test_limit_takes_the_first_usable_pairs_in_file_order():
+def test_limit_takes_a_seeded_sample_in_file_order():
     full = load("hh-helpful").pairs
-    head = load("hh-helpful", limit=3)
-    assert [p.id for p in head.pairs] == [p.id for p in full[:3]] == [f"w2s/hh-helpful/test/{i}" for i in (0, 1, 4)]
-    # rows 0-4 were read (two of them dropped); reading stopped before the rest of the file
-    assert head.provenance["rows_read"] == 5 and head.provenance["read_whole_split"] is False
-    assert head.provenance["dropped"] == {"empty response": 1, "identical responses": 1}
-    assert load("hh-helpful", limit=100).provenance["read_whole_split"] is True
+    sample = load("hh-helpful", limit=3)
+    ids = [p.id for p in sample.pairs]
+    assert len(ids) == 3 and set(ids) <= {p.id for p in full}
+    assert ids == sorted(ids, key=lambda i: int(i.rsplit("/", 1)[1]))          # file order
+    assert ids == [p.id for p in load("hh-helpful", limit=3).pairs]              # the same every time
+    # the whole split was read and counted, whatever the limit
+    assert sample.provenance["rows_read"] == load("hh-helpful").provenance["rows_read"]
+    assert sample.provenance["usable"] == len(full) and sample.provenance["kept"] == 3
+    assert [p.id for p in load("hh-helpful", limit=100).pairs] == [p.id for p in full]
+
+
+def test_the_sample_is_uniform_over_the_split():
+    """Reservoir sampling: each usable pair is kept with probability limit/usable, wherever it sits."""
+    from bench.datasets.loading import normalise
+    from bench.datasets import hh
+
+    rows = [{"chosen": f"\n\nHuman: q{i}\n\nAssistant: yes {i}", "rejected": f"\n\nHuman: q{i}\n\nAssistant: no {i}"}
+            for i in range(40)]
+    spec = DATASETS.get("w2s/hh-helpful")
+    kept = [0] * 40
+    for trial in range(500):
+        pairs, *_ = normalise(dataclasses.replace(spec, name=f"t{trial}"), "test", hh, iter(rows), 10)
+        for p in pairs:
+            kept[int(p.id.rsplit("/", 1)[1])] += 1
+    # 500 trials x 10/40 = 125 expected per row; the first and the last rows are not favoured
+    assert all(80 < k < 170 for k in kept), kept
+    assert abs(sum(kept[:20]) - sum(kept[20:])) < 200
 
 
 def test_jsonl_gz_and_the_same_normaliser_for_harmless(tmp_path):

@@ -98,9 +98,12 @@ def test_external_package_through_its_entry_point(registered_small, tmp_path, ca
 
     import methods
 
-    site = tmp_path / "site"
+    import shutil
+
+    source, site = tmp_path / "src", tmp_path / "site"
+    shutil.copytree(PLUGIN, source)  # building writes into the source folder: keep the repo clean
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--no-index", "--target", str(site), str(PLUGIN)], check=True)
+                    "--no-index", "--target", str(site), str(source)], check=True)
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
     monkeypatch.setattr(methods, "_plugins_loaded", False)

@@ -18,7 +18,7 @@ def test_card_of_the_real_protocol_names_what_decides_its_numbers():
     assert f"`{protocol_hash(protocol)}`" in card and "version 1.0" in card
     for needle in ("`nvidia/HelpSteer3`, config `preference`", "test split `validation` (the dataset has no test split",
                    "`Anthropic/hh-rlhf`, data_dir `harmless-base`", "safer_response_id, not better_response_id",
-                   "the first 8,000 usable pairs", "the first 1,000 usable pairs", "0, 1, 2", "1024 tokens",
+                   "a uniform random sample of 8,000 usable pairs", "a uniform random sample of 1,000 usable pairs", "0, 1, 2", "1024 tokens",
                    "| harmless | `w2s/rail-hh-10k` | `w2s/hh-harmless`, `w2s/pku-saferlhf` |",
                    "Groups are shuffled with the seed", "fair seeded coin", "CC-BY-NC-4.0"):
         assert needle in card, needle

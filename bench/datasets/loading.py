@@ -8,13 +8,15 @@ The spec's options say where the rows live and how they become pairs:
   ``REQUIRED_COLUMNS`` and ``RULE`` (the rule in words, which is also the spec's ``normalizer``);
 * ``local_name`` -- the dataset's folder under a local data dir (the name after the protocol prefix).
 
-**Which pairs.** Rows are read in the order of the split (the file's order) and normalised one by
-one; the first ``limit`` rows that give a pair are kept and reading stops there. The same files
-therefore always give the same pairs, and a larger limit only appends to a smaller one's. Pair
-ids are ``<dataset>/<split>/<row index>``, the row's 0-based position in the split (blank lines
-not counted), so an id names the same row whether it was read from the Hub or from a local copy.
-A split with fewer usable rows than ``limit`` gives all of them (``read_whole_split`` in the
-provenance says whether the whole split was read).
+**Which pairs.** The whole split is read in its order (the file's order) and normalised row by
+row; when it has more usable pairs than ``limit``, a uniform random sample of ``limit`` of them is
+kept, drawn by reservoir sampling with a seed fixed by the dataset and split (not by the run's
+seed), and returned in file order. So the same files always give the same pairs; the sample is
+representative even of a file sorted by domain or source (a head would not be); and memory holds
+``limit`` pairs, not the split. Pair ids are ``<dataset>/<split>/<row index>``, the row's 0-based
+position in the split (blank lines not counted), so an id names the same row whether it was read
+from the Hub or from a local copy. A split with at most ``limit`` usable rows gives all of them.
+The provenance's ``rows_read``, ``kept``, ``usable`` and ``dropped`` (by reason) count the rows.
 
 **From the Hub** (no data dir): ``datasets`` loads ``hub_id`` with ``config`` / ``hub_data_dir`` at
 ``revision`` (None: the default branch); the commit it resolved to is recorded.
@@ -31,8 +33,9 @@ names fit this where they can: hh-rlhf's ``helpful-base/test.jsonl.gz`` goes to
 ``DIR/hh-helpful/test.jsonl.gz``, HelpSteer3's ``preference/validation.jsonl.gz`` to
 ``DIR/helpsteer3/validation.jsonl.gz``, UltraFeedback's ``data/test_prefs-00000-of-00001.parquet``
 to ``DIR/ultrafeedback/data/``, PKU-SafeRLHF's per-model ``data/<Model>/test.jsonl`` files to
-``DIR/pku-saferlhf/test/<Model>.jsonl`` (the ``default`` config is all three models; the Hub
-orders them Alpaca-7B, Alpaca2-7B, Alpaca3-8B, so name the files to sort that way).
+``DIR/pku-saferlhf/test/<Model>.jsonl`` (the ``default`` config is all three models). Row ids
+follow the order of the files, so a local copy names the same rows as the Hub only when its
+shards sort in the Hub's order.
 
 The realdata samples of this project (hh-rlhf test splits only) are laid out by links::
 
@@ -52,6 +55,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
+import random
 import re
 from collections import Counter
 from pathlib import Path
@@ -67,7 +71,7 @@ FORMATS = (".jsonl", ".jsonl.gz", ".parquet")
 
 
 def load(spec: DatasetSpec, split: str, limit: int | None, data_dir: Path | None = None) -> LoadedSplit:
-    """The first ``limit`` pairs of ``split`` (all of them for None), with where they came from."""
+    """A seeded sample of ``limit`` pairs of ``split`` (all of them for None), with where they came from."""
     options = spec.kwargs
     rules = rules_of(spec)
     if data_dir is None:
@@ -79,9 +83,9 @@ def load(spec: DatasetSpec, split: str, limit: int | None, data_dir: Path | None
         where = ", ".join(str(f) for f in files)
     if columns is not None:
         check_columns(spec, rules, columns, where)
-    pairs, seen_keys, read, dropped, whole = normalise(spec, split, rules, rows, limit)
+    pairs, seen_keys, read, dropped, usable = normalise(spec, split, rules, rows, limit)
     provenance.update(dataset=spec.name, split=split, license=spec.license, limit=limit, rows_read=read,
-                      kept=len(pairs), dropped=dict(sorted(dropped.items())), read_whole_split=whole)
+                      usable=usable, kept=len(pairs), dropped=dict(sorted(dropped.items())))
     if not pairs:
         if columns is None:
             check_columns(spec, rules, seen_keys, where)
@@ -104,25 +108,31 @@ def local_name(spec: DatasetSpec) -> str:
 
 
 def normalise(spec: DatasetSpec, split: str, rules: ModuleType, rows: Iterator[Any], limit: int | None
-              ) -> tuple[list[Pair], set[str], int, Counter, bool]:
-    """Pairs from rows in order until ``limit``; also the keys seen, rows read, drops by reason, whole split read."""
-    pairs: list[Pair] = []
+              ) -> tuple[list[Pair], set[str], int, Counter, int]:
+    """A seeded uniform sample of ``limit`` usable pairs (all for None), in file order; also the keys
+    seen, rows read, drops by reason, and how many rows were usable."""
+    sample: list[tuple[int, Pair]] = []
+    rng = random.Random(f"{spec.name}/{split}/sample")
     seen_keys: set[str] = set()
     dropped: Counter = Counter()
-    read = 0
+    read = usable = 0
     for index, row in enumerate(rows):
-        if limit is not None and len(pairs) >= limit:
-            return pairs, seen_keys, read, dropped, False
         read += 1
         if isinstance(row, dict):
             seen_keys.update(row)
         result = row if isinstance(row, DropReason) else rules.normalize(row)
-        if isinstance(result, Pair):
-            result.id = f"{spec.name}/{split}/{index}"
-            pairs.append(result)
-        else:
+        if not isinstance(result, Pair):
             dropped[str(result)] += 1
-    return pairs, seen_keys, read, dropped, True
+            continue
+        result.id = f"{spec.name}/{split}/{index}"
+        usable += 1
+        if limit is None or len(sample) < limit:
+            sample.append((index, result))
+        else:  # reservoir sampling (Algorithm R): every usable pair ends up kept with probability limit/usable
+            slot = rng.randrange(usable)
+            if slot < limit:
+                sample[slot] = (index, result)
+    return [pair for _, pair in sorted(sample, key=lambda item: item[0])], seen_keys, read, dropped, usable
 
 
 def check_columns(spec: DatasetSpec, rules: ModuleType, columns: set[str] | list[str], where: str) -> None:

@@ -1,0 +1,100 @@
+"""Where the cells of a sweep run: in this process, in local worker processes, or as Slurm jobs.
+
+An executor maps a picklable function over picklable tasks and returns, for each task in order,
+its result or the exception it raised. Cells are independent and resumable (a finished cell is
+skipped on a rerun), so a preempted or failed job costs at most its own cell. Write your own by
+implementing ``Executor`` (one method) and registering it in ``EXECUTORS``.
+
+- ``local``: one cell after another in this process (an error stops the sweep, as in ``bench run``).
+- ``processes``: ``--jobs`` worker processes on this machine (concurrent.futures, spawned, so
+  each worker starts clean); each gets cores/jobs torch threads unless OMP_NUM_THREADS is set.
+- ``slurm``: one Slurm array task per cell through submitit (``pip install -e '.[slurm]'``), at most
+  ``--jobs`` running at once; ``--slurm KEY=VALUE`` goes to submitit's ``update_parameters``
+  (e.g. ``slurm_partition=gpu``, ``timeout_min=240``, ``gpus_per_node=1``, ``cpus_per_task=8``).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+from bench.errors import BenchError
+from bench.registry import Registry
+
+
+class Executor(Protocol):
+    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Any]) -> list[Any]:
+        """``fn(task)`` for every task; each entry is the result or the exception raised."""
+
+
+class LocalExecutor:
+    """In this process, in order; the first error propagates."""
+
+    def __init__(self, jobs: int | None = None, **_: Any):
+        pass
+
+    def map(self, fn, tasks):
+        return [fn(task) for task in tasks]
+
+
+def _limit_threads(threads: int) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+
+
+class ProcessesExecutor:
+    """``jobs`` spawned worker processes on this machine, one cell per task."""
+
+    def __init__(self, jobs: int | None = None, **_: Any):
+        self.jobs = jobs or os.cpu_count() or 1
+
+    def map(self, fn, tasks):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        jobs = max(1, min(self.jobs, len(tasks)))
+        threads = int(os.environ.get("OMP_NUM_THREADS") or max(1, (os.cpu_count() or 1) // jobs))
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_limit_threads, initargs=(threads,)) as pool:
+            futures = [pool.submit(fn, task) for task in tasks]
+            return [future.exception() or future.result() for future in futures]
+
+
+class SlurmExecutor:
+    """A submitit job array, one task per cell; ``folder`` holds submitit's pickles and logs."""
+
+    def __init__(self, jobs: int | None = None, folder: Path = Path("submitit"), options: dict | None = None,
+                 cluster: str = "slurm", **_: Any):
+        try:
+            import submitit
+        except ImportError:
+            raise BenchError("--executor slurm needs submitit: pip install -e '.[slurm]'") from None
+        self.executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
+        try:
+            self.executor.update_parameters(**({"slurm_array_parallelism": jobs} if jobs and cluster == "slurm" else {}),
+                                            **(options or {}))
+        except (ValueError, TypeError) as error:
+            raise BenchError(f"--slurm options rejected by submitit: {error}") from None
+
+    def map(self, fn, tasks):
+        jobs = self.executor.map_array(fn, list(tasks))
+        print(f"[sweep] submitted {len(jobs)} jobs: {', '.join(j.job_id for j in jobs[:5])}"
+              f"{' ...' if len(jobs) > 5 else ''}", flush=True)
+        outcomes = []
+        for job in jobs:
+            try:
+                outcomes.append(job.result())
+            except Exception as error:  # a failed or preempted job: its cell reruns with the sweep
+                outcomes.append(error)
+        return outcomes
+
+
+EXECUTORS: Registry[type] = Registry("executor")
+EXECUTORS.register("local", LocalExecutor)
+EXECUTORS.register("processes", ProcessesExecutor)
+EXECUTORS.register("slurm", SlurmExecutor)
+
+
+def make_executor(name: str, **options: Any) -> Executor:
+    return EXECUTORS.get(name)(**options)

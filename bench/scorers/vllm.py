@@ -1,0 +1,61 @@
+"""Scoring a decoder reward model with vLLM's pooling runner (``--scorer vllm``).
+
+The trained student is written to a temporary folder (LoRA adapters merged into the weights),
+moved off the GPU, and loaded by vLLM as a sequence-classification model (``runner="pooling"``).
+Each sequence goes in as the exact token ids our ``DecoderFormatter`` made (no re-tokenizing, no
+chat template applied again), and its reward is the ``classify`` output with no activation: the
+score head on the last token, which is the readout our HF models use. Results match
+``bench.models.score`` up to the kernels' rounding (the head runs in the model's dtype in vLLM,
+in float32 here). Needs vLLM with ``PoolingParams(use_activation=...)`` and a CUDA GPU;
+tests/test_speed_features.py compares it with HF where both exist and is skipped elsewhere (it
+has not run on the development machine, which has no GPU).
+"""
+from __future__ import annotations
+
+import gc
+import tempfile
+
+import torch
+
+from bench.errors import BenchError
+
+
+def export_for_vllm(model, spec, folder: str) -> None:
+    """The model as a plain transformers checkpoint (LoRA merged) with its tokenizer."""
+    from bench.models import is_lora_model, load_tokenizer
+
+    plain = model.merge_and_unload() if is_lora_model(model) else model
+    plain.save_pretrained(folder)
+    load_tokenizer(spec).save_pretrained(folder)
+
+
+def score_with_vllm(model, sequences, batch_size: int, desc: str = "scoring", *, spec) -> list[float]:
+    """Rewards of ``sequences`` in order (vLLM batches them itself; ``batch_size`` is the HF scorer's)."""
+    try:
+        from vllm import LLM, PoolingParams
+    except ImportError:
+        raise BenchError("--scorer vllm needs vLLM: pip install -e '.[vllm]' on a machine with a CUDA GPU") from None
+    if spec.architecture != "decoder":
+        raise BenchError(f"--scorer vllm scores decoder reward models; {spec.name!r} is an {spec.architecture}. "
+                         f"Use --scorer hf")
+    if not torch.cuda.is_available():
+        raise BenchError("--scorer vllm needs a CUDA GPU; use --scorer hf on this machine")
+    dtype = str(model.get_input_embeddings().weight.dtype).removeprefix("torch.")
+    with tempfile.TemporaryDirectory(prefix="shiftbench-vllm-") as folder:
+        export_for_vllm(model, spec, folder)
+        model.to("cpu")  # vLLM takes most of the GPU's memory for itself
+        torch.cuda.empty_cache()
+        llm = LLM(model=folder, runner="pooling", dtype=dtype, max_model_len=max(len(s.input_ids) for s in sequences),
+                  enforce_eager=True, seed=0)
+        try:
+            try:  # the raw logit: no sigmoid (vLLM's default for a one-label classifier)
+                params = PoolingParams(use_activation=False)
+            except TypeError:  # vLLM releases before the flag's rename
+                params = PoolingParams(activation=False)
+            outputs = llm.encode([{"prompt_token_ids": s.input_ids} for s in sequences], pooling_task="classify",
+                                 pooling_params=params, use_tqdm=True)
+            return [float(out.outputs.data.reshape(-1)[0]) for out in outputs]
+        finally:
+            del llm
+            gc.collect()
+            torch.cuda.empty_cache()

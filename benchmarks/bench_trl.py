@@ -1,0 +1,156 @@
+"""Benchmark 1: training throughput against TRL's RewardTrainer, and the accuracy each reaches.
+
+Same model (the tiny pair's all-MiniLM-L6-v2, same seed, word embeddings frozen in both), same
+pairs with the same token ids (our formatter's; TRL gets them pre-tokenized, with the BERT segment
+ids through its own collator extended by that one field), same max length, batch size, AdamW,
+learning rate, linear warm-up/decay, clipping, float32 on this CPU, gold labels, same steps.
+
+Variants, interleaved round by round on fresh models: ``ours`` (length-grouped batches, the
+TrainConfig option), ``ours-plain`` (random batches, the default), ``trl`` (RewardTrainer's
+defaults: random batches) and ``trl-grouped`` (its ``train_sampling_strategy="group_by_length"``).
+Throughput = pairs trained / seconds inside the training call (model and data preparation
+excluded). Then, with ``--accuracy``, ``ours`` and ``trl`` each train on the whole train split
+and both are scored on the held-out split.
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_trl.py [--data hh|mini] [--steps 20] [--repeats 3] [--accuracy]
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import tempfile
+
+import torch
+
+from common import Timer, formatter, gold_examples, hh_pairs, interleave, median, mini_pairs, parser, ratio, setup, tiny_strong
+
+LR, WARMUP, SEED = 1e-4, 0.1, 0
+
+
+def ours(examples: list, batch_size: int, grouped: bool, seed: int = SEED):
+    from bench.models import load_reward_model
+    from bench.specs import TrainConfig
+    from bench.train import train_reward_model
+    from methods.naive import Naive  # gold targets 1/0: naive's loss is then plain Bradley-Terry, as TRL's
+
+    model = load_reward_model(tiny_strong(), seed=seed)
+    cfg = TrainConfig(learning_rate=LR, epochs=1, batch_size=batch_size, warmup_ratio=WARMUP,
+                      freeze_word_embeddings=True, group_by_length=grouped)
+    with Timer() as t:
+        train_reward_model(model, examples, cfg, Naive(), seed=seed + 1, desc="ours")
+    return model, t.seconds
+
+
+def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED):
+    from dataclasses import dataclass
+
+    from datasets import Dataset
+    from trl import RewardConfig, RewardTrainer
+    from trl.trainer.reward_trainer import DataCollatorForPreference
+    from trl.trainer.utils import pad
+
+    from bench.models import load_reward_model, load_tokenizer
+    from bench.train import apply_freezing
+
+    @dataclass
+    class WithSegments(DataCollatorForPreference):
+        """TRL's collator plus BERT's segment ids (ours reads them: the response is segment 1)."""
+
+        def torch_call(self, rows):
+            out = super().torch_call(rows)
+            types = [torch.tensor(r[f"{side}_types"]) for side in ("chosen", "rejected") for r in rows]
+            out["token_type_ids"] = pad(types, padding_value=0, padding_side="right")
+            return out
+
+    chosen = [ex.a if ex.target == 1.0 else ex.b for ex in examples]
+    rejected = [ex.b if ex.target == 1.0 else ex.a for ex in examples]
+    data = Dataset.from_dict({"chosen_ids": [s.input_ids for s in chosen], "rejected_ids": [s.input_ids for s in rejected],
+                              "chosen_types": [s.token_type_ids for s in chosen],
+                              "rejected_types": [s.token_type_ids for s in rejected],
+                              "length": [max(len(c.input_ids), len(r.input_ids)) for c, r in zip(chosen, rejected)]})
+    spec = tiny_strong()
+    model = load_reward_model(spec, seed=seed)
+    apply_freezing(model, dataclasses.replace(_cfg(batch_size), freeze_word_embeddings=True))
+    tokenizer = load_tokenizer(spec)
+    with tempfile.TemporaryDirectory() as out:
+        args = RewardConfig(output_dir=out, per_device_train_batch_size=batch_size, num_train_epochs=1,
+                            learning_rate=LR, warmup_steps=WARMUP, lr_scheduler_type="linear", weight_decay=0.0,
+                            max_grad_norm=1.0, optim="adamw_torch", bf16=False, fp16=False, use_cpu=True,
+                            gradient_checkpointing=False, max_length=None, disable_dropout=True, seed=seed,
+                            save_strategy="no", logging_steps=10**6, report_to=[], disable_tqdm=True,
+                            remove_unused_columns=False, dataloader_num_workers=0,
+                            train_sampling_strategy="group_by_length" if grouped else "random")
+        trainer = RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                                data_collator=WithSegments(pad_token_id=tokenizer.pad_token_id))
+        with Timer() as t:
+            trainer.train()
+    model.eval()
+    return model, t.seconds
+
+
+def _cfg(batch_size: int):
+    from bench.specs import TrainConfig
+
+    return TrainConfig(learning_rate=LR, epochs=1, batch_size=batch_size)
+
+
+def accuracy_of(model, pairs: list, fmt) -> float:
+    from bench.metrics import accuracy
+    from bench.models import score
+
+    rewards = score(model, [fmt.encode(p.prompt, r) for p in pairs for r in (p.chosen, p.rejected)], batch_size=64)
+    return accuracy(rewards[0::2], rewards[1::2])
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--data", choices=["hh", "mini"], default="hh",
+                   help="hh: the real hh-rlhf helpful test split (default); mini: mini/recipes")
+    p.add_argument("--max-length", type=int, help="tokens per sequence (default: 256 for hh, 64 for mini)")
+    p.add_argument("--batch-size", type=int, default=8, help="pairs per batch (default 8)")
+    p.add_argument("--steps", type=int, default=20, help="steps per throughput run (default 20)")
+    p.add_argument("--accuracy", action="store_true", help="also train ours and TRL on the train split and compare accuracy")
+    p.add_argument("--train-pairs", type=int, default=1600, help="train split size for --accuracy (default 1600)")
+    args = p.parse_args()
+    setup(args.threads)
+    max_length = args.max_length or (256 if args.data == "hh" else 64)
+    fmt = formatter(tiny_strong(), max_length)
+    if args.data == "hh":
+        pairs = hh_pairs()
+        train_pairs, eval_pairs = pairs[:args.train_pairs], pairs[args.train_pairs:]
+    else:
+        train_pairs = mini_pairs("mini/recipes", args.train_pairs)
+        eval_pairs = mini_pairs("mini/recipes", 400, split="test")
+    examples = gold_examples(train_pairs, fmt)
+    subset = examples[:args.steps * args.batch_size]
+    print(f"## throughput: {args.data}, max length {max_length}, batch {args.batch_size} pairs, {args.steps} steps "
+          f"({len(subset)} pairs) per run, interleaved")
+    runs = interleave({
+        "ours": lambda: {"pairs_per_s": len(subset) / ours(subset, args.batch_size, grouped=True)[1]},
+        "ours-plain": lambda: {"pairs_per_s": len(subset) / ours(subset, args.batch_size, grouped=False)[1]},
+        "trl": lambda: {"pairs_per_s": len(subset) / trl(subset, args.batch_size, grouped=False)[1]},
+        "trl-grouped": lambda: {"pairs_per_s": len(subset) / trl(subset, args.batch_size, grouped=True)[1]},
+    }, args.repeats)
+    speed = {name: [r["pairs_per_s"] for r in rs] for name, rs in runs.items()}
+    for name, values in speed.items():
+        print(f"{name:12s} {median(values):.2f} pairs/s (median of {len(values)})")
+    print(f"ours / trl:                {ratio(speed['ours'], speed['trl'])}   <- the goal: >= 1.5x")
+    print(f"ours / trl-grouped:        {ratio(speed['ours'], speed['trl-grouped'])}")
+    print(f"ours-plain / trl:          {ratio(speed['ours-plain'], speed['trl'])}   (the loops alone, no grouping)")
+    print(f"ours / ours-plain:         {ratio(speed['ours'], speed['ours-plain'])}   (what grouping buys)")
+
+    if args.accuracy:
+        steps = math.ceil(len(examples) / args.batch_size)
+        print(f"## accuracy: {len(examples)} train pairs ({steps} steps of {args.batch_size}), "
+              f"{len(eval_pairs)} held-out pairs")
+        ours_model, ours_s = ours(examples, args.batch_size, grouped=True)
+        ours_acc = accuracy_of(ours_model, eval_pairs, fmt)
+        trl_model, trl_s = trl(examples, args.batch_size, grouped=False)
+        trl_acc = accuracy_of(trl_model, eval_pairs, fmt)
+        print(f"ours {ours_acc:.1f} points ({len(examples) / ours_s:.2f} pairs/s), trl {trl_acc:.1f} points "
+              f"({len(examples) / trl_s:.2f} pairs/s): difference {ours_acc - trl_acc:+.1f} points "
+              f"(goal: within 1; one pair is {100 / len(eval_pairs):.2f} points)")
+
+
+if __name__ == "__main__":
+    main()

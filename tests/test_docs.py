@@ -1,0 +1,28 @@
+"""The docs show the code that the tests run: docs/adding-a-method.md against the example plugin."""
+import importlib.util
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN = ROOT / "tests" / "plugins" / "shiftbench-example"
+
+
+def code_blocks(path: Path, language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", path.read_text(), flags=re.S)
+
+
+def test_adding_a_method_shows_the_example_plugin_verbatim():
+    doc = ROOT / "docs" / "adding-a-method.md"
+    python = code_blocks(doc, "python")
+    assert python[0] == (PLUGIN / "shiftbench_example" / "smoothed.py").read_text()
+    assert code_blocks(doc, "toml")[0] == (PLUGIN / "pyproject.toml").read_text()
+
+
+def test_the_hand_computation_in_the_doc_passes():
+    doc = ROOT / "docs" / "adding-a-method.md"
+    spec = importlib.util.spec_from_file_location("doc_smoothed", PLUGIN / "shiftbench_example" / "smoothed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    namespace = {"Smoothed": module.Smoothed}
+    exec(code_blocks(doc, "python")[1], namespace)
+    namespace["test_smoothed_by_hand"]()

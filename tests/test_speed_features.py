@@ -1,0 +1,140 @@
+"""What makes runs cheaper must not change what they compute: length-grouped batches, ANCHOR's
+precomputed reference states, and vLLM scoring (run only where vLLM and a GPU exist)."""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+import torch
+
+from bench.models import collate, frozen_copy, load_reward_model, model_inputs
+from bench.specs import TrainConfig, canonical_json
+from bench.train import TrainExample, epoch_batches, train_reward_model, train_student
+from methods import make_method
+from methods.anchor import ReferenceStates, anchor_layers, response_mse
+from methods.naive import Naive
+
+
+# --- length-grouped batches -----------------------------------------------------------------------
+def padded_tokens(batches: list[list[int]], lengths: list[int]) -> int:
+    return sum(len(b) * max(lengths[i] for i in b) for b in batches)
+
+
+def test_length_grouping_keeps_every_pair_once_and_cuts_padding():
+    rng = random.Random(0)
+    lengths = [rng.choice([20, 40, 80, 160, 320]) + rng.randrange(20) for _ in range(1000)]
+    plain = epoch_batches(lengths, 16, torch.Generator().manual_seed(3))
+    grouped = epoch_batches(lengths, 16, torch.Generator().manual_seed(3), group_by_length=True)
+    for batches in (plain, grouped):
+        assert sorted(i for b in batches for i in b) == list(range(1000))
+        assert len(batches) == 63 and all(len(b) <= 16 for b in batches)
+    assert sum(lengths) / padded_tokens(grouped, lengths) > 0.9 > 0.6 > sum(lengths) / padded_tokens(plain, lengths)
+    again = epoch_batches(lengths, 16, torch.Generator().manual_seed(3), group_by_length=True)
+    assert grouped == again  # seeded
+    assert grouped != epoch_batches(lengths, 16, torch.Generator().manual_seed(4), group_by_length=True)
+
+
+def test_grouping_off_is_the_old_order_and_does_not_change_spec_hashes():
+    lengths = list(range(50))
+    order = torch.randperm(50, generator=torch.Generator().manual_seed(7)).tolist()
+    assert epoch_batches(lengths, 8, torch.Generator().manual_seed(7)) == [order[s:s + 8] for s in range(0, 50, 8)]
+    assert "group_by_length" not in canonical_json(TrainConfig(learning_rate=1e-4, epochs=1, batch_size=16))
+
+
+@pytest.fixture(scope="module")
+def examples(strong_spec):
+    from bench.data import load_pairs
+    from bench.models import formatter_for, load_tokenizer
+    from bench.protocols import DATASETS
+
+    fmt = formatter_for(strong_spec, load_tokenizer(strong_spec), 64)
+    pairs = load_pairs(DATASETS.get("mini/recipes"), "train", 40).pairs
+    return [TrainExample(fmt.encode(p.prompt, p.chosen), fmt.encode(p.prompt, p.rejected), 0.7) for p in pairs]
+
+
+def test_length_grouped_training_runs(small_models, examples):
+    model = load_reward_model(small_models.strong, seed=0)
+    cfg = dataclasses.replace(small_models.student_train, group_by_length=True, batch_size=8)
+    log = train_reward_model(model, examples, cfg, Naive(), seed=1, desc="grouped")
+    assert log["steps"] == 5 and all(0.0 < loss < 1.0 for loss in log["loss_curve"])
+
+
+# --- ANCHOR's precomputed reference states -------------------------------------------------------
+def paper_penalty(hidden, reference, mask, layers) -> float:
+    """The penalty as first written: masked sums over the padded batch, over a frozen copy's states."""
+    selected = mask.unsqueeze(-1).to(hidden[0].dtype)
+    count = selected.sum() * hidden[0].shape[-1]
+    return torch.stack([(((hidden[l] - reference[l]) ** 2) * selected).sum() / count for l in layers]).mean().item()
+
+
+@pytest.mark.parametrize("which", ["last", "mid"])
+def test_precomputed_reference_gives_the_frozen_copys_penalty(strong_spec, examples, which):
+    model = load_reward_model(strong_spec, seed=0)
+    layers = anchor_layers(model.config.num_hidden_layers, which)
+    states = ReferenceStates(model, examples, layers, batch_size=32)  # length-sorted batches, not the training ones
+    copy = frozen_copy(model)
+    train_reward_model(model, examples[:32], TrainConfig(learning_rate=1e-3, epochs=1, batch_size=16), Naive(), 0, "drift")
+    rows = [5, 33, 17, 2, 39, 21, 11, 30]
+    batch = collate([examples[i].a for i in rows] + [examples[i].b for i in rows], model.config.pad_token_id)
+    batch["example_index"] = torch.tensor(rows + rows)
+    with torch.no_grad():
+        hidden = model(**model_inputs(batch), output_hidden_states=True).hidden_states
+        frozen = copy(**model_inputs(batch), output_hidden_states=True).hidden_states
+    keep = batch["response_mask"].bool()
+    cached = response_mse([hidden[l][keep] for l in layers], states.lookup(batch)).item()
+    live = paper_penalty(hidden, frozen, batch["response_mask"], layers)
+    assert live > 1e-3  # the student has moved, so the comparison means something
+    assert cached == pytest.approx(live, rel=1e-5)
+
+
+def test_anchor_trains_alike_with_precomputed_or_live_reference(small_models, examples, monkeypatch):
+    logs = {}
+    for limit in ("4", "0"):  # 0 GB: no room for precomputed states, so the frozen copy runs on every batch
+        monkeypatch.setenv("SHIFTBENCH_ANCHOR_CACHE_GB", limit)
+        model = load_reward_model(small_models.strong, seed=0)
+        cfg = dataclasses.replace(small_models.student_train, batch_size=8, learning_rate=1e-3)
+        logs[limit] = train_student(model, examples, cfg, make_method("anchor", {"lam": 1.0}), seed=1, desc=limit)
+    assert logs["4"]["anchor_reference"]["kind"] == "precomputed states"
+    assert logs["0"]["anchor_reference"]["kind"] == "frozen model on every batch"
+    assert logs["4"]["last_step_logs"]["anchor_mse"] > 0
+    # measured after 5 steps at lr 1e-3: losses within 2e-5 relative, the last penalty within 1.2e-4 (the
+    # states differ in their last bits, as padding differs, and training carries that along)
+    assert logs["4"]["loss_curve"] == pytest.approx(logs["0"]["loss_curve"], rel=1e-4)
+    assert logs["4"]["last_step_logs"]["anchor_mse"] == pytest.approx(logs["0"]["last_step_logs"]["anchor_mse"], rel=1e-3)
+
+
+def test_reference_lookup_refuses_rows_it_was_not_computed_for(strong_spec, examples):
+    model = load_reward_model(strong_spec, seed=0)
+    states = ReferenceStates(model, examples[:4], (6,), batch_size=8)
+    batch = collate([examples[0].a, examples[1].b], model.config.pad_token_id)  # rows of a and b, as a batch has
+    batch["example_index"] = torch.tensor([1, 0])  # ...but labelled with the other examples
+    with pytest.raises(RuntimeError, match="not the sequences"):
+        states.lookup(batch)
+
+
+# --- vLLM scoring -----------------------------------------------------------------------------------
+def test_vllm_scores_match_hf(tmp_path):
+    pytest.importorskip("vllm")
+    if not torch.cuda.is_available():
+        pytest.skip("vLLM scoring needs a CUDA GPU")
+    from test_decoders import PROMPT, _save_tiny
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    from bench.formatting import formatter_for
+    from bench.models import score
+    from bench.scorers.vllm import score_with_vllm
+    from bench.specs import ModelSpec
+
+    _save_tiny(tmp_path, "qwen")  # its tokenizer and template; then a model with vLLM-friendly head sizes
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer) + 8, hidden_size=128, intermediate_size=256,
+                                 num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                                 max_position_embeddings=256, tie_word_embeddings=False)).save_pretrained(tmp_path)
+    spec = ModelSpec(name="tiny-qwen-vllm", path=str(tmp_path), architecture="decoder")
+    fmt = formatter_for(spec, tokenizer, 64)
+    sequences = [fmt.encode(PROMPT, text) for text in ("Arborio rice.", "Plain white rice, stirred.", "Stir.")]
+    model = load_reward_model(spec, seed=0)
+    expected = score(model, sequences, batch_size=2)
+    got = score_with_vllm(model, sequences, batch_size=2, spec=spec)
+    assert got == pytest.approx(expected, abs=1e-3)

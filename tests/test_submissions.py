@@ -1,0 +1,328 @@
+"""bench submit and bench validate on real (small) runs: a submission validates as written, and each
+kind of damage or hostile input is refused with the file, the field and the fix named."""
+import gzip
+import json
+import os
+import shutil
+
+import pytest
+
+from bench import submissions
+from bench.errors import BenchError
+from bench.submissions import (SUBMISSION_FILE, Validation, extract_upload, submit, teacher_conflicts,
+                               validate_submission, validate_tree)
+from small_runs import RUNS, edit_json, first_cell, flip_one_student_pair, reseal, small_runs, zip_folder
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, small_protocol, small_models):
+    return small_runs(tmp_path_factory, small_protocol, small_models)
+
+
+@pytest.fixture
+def naive(runs, tmp_path):
+    """A private copy of the naive submission to damage."""
+    folder = tmp_path / "naive"
+    shutil.copytree(runs.submissions / "mini-test" / "tiny-test" / "naive", folder)
+    return folder
+
+
+def check(runs, folder) -> Validation:
+    return validate_submission(folder, runs.protocols, runs.model_pairs)
+
+
+def errors(validation) -> str:
+    return "\n".join(map(str, validation.errors))
+
+
+# --- submit -------------------------------------------------------------------------------------------
+def test_submit_writes_one_valid_submission_per_method_and_params(runs, small_protocol):
+    found = validate_tree(runs.submissions, runs.protocols, runs.model_pairs)
+    assert len(found) == len(RUNS)
+    assert all(v.ok for v in found), [errors(v) for v in found]
+    assert {v.key for v in found} == {"mini-test/tiny-test/naive", "mini-test/tiny-test/ceiling",
+                                      "mini-test/tiny-test/anchor_lam=0.5_layers=last",
+                                      "mini-test/tiny-test/anchor_lam=2.0_layers=last"}
+    naive = next(v for v in found if v.key.endswith("/naive"))
+    meta = naive.submission
+    assert meta["protocol"] == {"name": "mini-test", "version": small_protocol.version,
+                                "hash": naive.cells[0]["protocol"]["hash"]}
+    assert meta["models"]["strong"]["revision"]["weights_sha256"]
+    assert meta["submitter"] == "test suite" and meta["command"] == "bench submit results"
+    assert meta["run_commands"] == ["bench run --method naive"]
+    assert [(c["seed"], c["source"]) for c in meta["cells"]] == [(0, "mini/recipes"), (0, "mini/travel")]
+    # the summary is the plain mean of the cells' NTS (one seed), computed here independently
+    nts = [m["nts"] for cell in naive.cells for m in cell["metrics"].values()]
+    assert meta["summary"]["nts"] == pytest.approx(sum(nts) / len(nts))
+    assert meta["summary"]["nts_sd"] is None and meta["summary"]["seeds"] == 1
+
+
+def test_submit_refuses_incomplete_results_and_writes_nothing(runs, tmp_path):
+    results = tmp_path / "results"
+    shutil.copytree(runs.results / "mini-test" / "tiny-test" / "naive", results / "naive")
+    shutil.rmtree(results / "naive" / "seed0" / "mini__travel")
+    with pytest.raises(BenchError, match=r"missing cells: seed 0 mini/travel; run them with bench run --method naive"):
+        submit([results], tmp_path / "out", "me", protocols=runs.protocols, model_pairs=runs.model_pairs)
+    assert not (tmp_path / "out").exists()
+
+
+def test_submit_refuses_to_overwrite_without_force(runs, tmp_path):
+    out = runs.copy_submissions(tmp_path / "subs")
+    source = [runs.results / "mini-test" / "tiny-test" / "naive"]
+    with pytest.raises(BenchError, match="exists; pass --force"):
+        submit(source, out, "me", protocols=runs.protocols, model_pairs=runs.model_pairs)
+    [written] = submit(source, out, "someone else", force=True, protocols=runs.protocols, model_pairs=runs.model_pairs)
+    assert json.loads((written / SUBMISSION_FILE).read_text())["submitter"] == "someone else"
+    assert check(runs, written).ok
+
+
+def test_submit_refuses_markup_in_the_submitter(runs, tmp_path):
+    with pytest.raises(BenchError, match="--submitter"):
+        submit([runs.results], tmp_path, "<b>me</b>", protocols=runs.protocols, model_pairs=runs.model_pairs)
+
+
+# --- validate: numbers ----------------------------------------------------------------------------------
+def test_one_changed_score_is_refused_naming_file_and_field(runs, naive):
+    eval_set = flip_one_student_pair(first_cell(naive))
+    found = errors(check(runs, naive))
+    assert "cells/seed0/mini__recipes/scores.csv.gz: its sha256 is not the one submission.json lists" in found
+    reseal(naive)  # even with every checksum updated, the numbers do not recompute
+    found = errors(check(runs, naive))
+    assert "sha256" not in found
+    assert f"cells/seed0/mini__recipes/result.json: eval_sets.{eval_set}.student_acc: is " in found
+    assert "but the per-pair scores give" in found and "Fix: " in found
+
+
+def test_a_changed_number_in_result_json_is_refused(runs, naive):
+    edit_json(first_cell(naive) / "result.json", lambda r: r["metrics"]["mini/travel"].update(nts=99.0))
+    reseal(naive)
+    found = errors(check(runs, naive))
+    assert "result.json: metrics.mini/travel.nts: is 99.0 but the per-pair scores give" in found
+
+
+def test_a_changed_summary_is_refused(runs, naive):
+    edit_json(naive / SUBMISSION_FILE, lambda m: m["summary"].update(nts=50.0))
+    assert "submission.json: summary.nts: is 50.0 but the cells give" in errors(check(runs, naive))
+
+
+def test_non_finite_and_malformed_scores_are_refused(runs, naive):
+    cell = first_cell(naive)
+    lines = gzip.decompress((cell / "scores.csv.gz").read_bytes()).decode().splitlines()
+    fields = lines[1].split(",")
+    fields[4] = "nan"
+    lines[1] = ",".join(fields)
+    lines.append(lines[2])  # one pair twice
+    (cell / "scores.csv.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    reseal(naive)
+    found = errors(check(runs, naive))
+    assert "line 2: scores must be finite numbers" in found and "twice" in found
+
+
+# --- validate: completeness, protocol, schema ---------------------------------------------------------------
+def test_a_missing_cell_is_refused_with_the_command_to_run_it(runs, naive):
+    shutil.rmtree(naive / "cells" / "seed0" / "mini__travel")
+    edit_json(naive / SUBMISSION_FILE, lambda m: m.update(cells=m["cells"][:1]))
+    found = errors(check(runs, naive))
+    assert "submission.json: cells: 1 of the protocol's 2 cells are missing: seed 0 mini/travel" in found
+    assert "bench run --method naive --protocol mini-test --seeds 0" in found
+
+
+def test_a_foreign_protocol_hash_is_refused(runs, naive):
+    edit_json(naive / SUBMISSION_FILE, lambda m: m["protocol"].update(hash="0123456789abcdef"))
+    found = errors(check(runs, naive))
+    assert "submission.json: protocol.hash: foreign protocol hash '0123456789abcdef'" in found
+
+
+def test_an_unregistered_protocol_is_refused(runs, naive):
+    found = errors(validate_submission(naive))  # no test protocol passed: only the registry's
+    assert "protocol 'mini-test' is not registered" in found
+
+
+def test_a_changed_model_pair_is_refused(runs, naive):
+    edit_json(naive / SUBMISSION_FILE, lambda m: m["models"]["student_train"].update(epochs=7))
+    assert "model pair 'tiny-test' differs from the registered one in: student_train" in errors(check(runs, naive))
+
+
+def test_a_spec_field_added_after_the_run_does_not_invalidate_it(runs, naive):
+    """A run made before a new optional spec field existed records no value for it: that is its default."""
+    def drop(models):
+        del models["strong"]["gradient_checkpointing"], models["student_train"]["warmup_ratio"]
+
+    edit_json(naive / SUBMISSION_FILE, lambda m: drop(m["models"]))
+    for result in naive.rglob("result.json"):
+        edit_json(result, lambda r: drop(r["models"]))
+    reseal(naive)
+    assert check(runs, naive).ok, errors(check(runs, naive))
+
+
+@pytest.mark.parametrize("change, expected", [
+    (lambda m: m.update(schema_version=99), "submission.json: schema_version: is 99; this bench reads 1"),
+    (lambda m: m.pop("summary"), "submission.json: summary: Field required"),
+    (lambda m: m.update(cells="all"), "submission.json: cells: Input should be a valid list"),
+    (lambda m: m.update(extra_field=1), "submission.json: extra_field: Extra inputs are not permitted"),
+    (lambda m: m["cells"].append(m["cells"][0]), "cells.2: seed 0, source mini/recipes is listed twice"),
+    (lambda m: m["cells"].append({**m["cells"][0], "seed": 5}), "seed 5, source 'mini/recipes' is not a cell of mini-test"),
+])
+def test_schema_problems_are_refused(runs, naive, change, expected):
+    edit_json(naive / SUBMISSION_FILE, change)
+    assert expected in errors(check(runs, naive))
+
+
+def test_json_that_is_not_json_is_refused(runs, naive):
+    (naive / SUBMISSION_FILE).write_text('{"schema_version": NaN}')
+    assert "submission.json: not valid JSON (NaN is not a JSON number)" in errors(check(runs, naive))
+    (naive / SUBMISSION_FILE).write_text("[" * 100_000)
+    assert "not valid JSON" in errors(check(runs, naive))
+
+
+# --- validate: hostile input ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("field, value", [
+    ("submitter", '<img src=x onerror="alert(1)">'),
+    ("command", "bench submit </script><script>alert(1)</script>"),
+    ("created_utc", "2026\x1b[31m"),
+])
+def test_markup_and_control_characters_are_refused_in_any_text(runs, naive, field, value):
+    edit_json(naive / SUBMISSION_FILE, lambda m: m.update({field: value}))
+    found = errors(check(runs, naive))
+    assert f"submission.json: {field}: text " in found and "could be markup or script" in found
+
+
+def test_markup_inside_a_cell_result_is_refused(runs, naive):
+    edit_json(first_cell(naive) / "result.json", lambda r: r["environment"].update(platform="<svg onload=alert(1)>"))
+    reseal(naive)
+    assert "result.json: environment.platform: text '<svg" in errors(check(runs, naive))
+
+
+@pytest.mark.parametrize("field, value", [("slug", "../../etc"), ("method.name", "a/b"), ("slug", "..")])
+def test_names_that_could_be_paths_are_refused(runs, naive, field, value):
+    def change(meta):
+        parent, _, key = field.rpartition(".")
+        (meta[parent] if parent else meta)[key] = value
+    edit_json(naive / SUBMISSION_FILE, change)
+    assert f"submission.json: {field}: {value!r} is not a plain name" in errors(check(runs, naive))
+
+
+def test_foreign_files_are_refused_and_never_run(runs, naive, tmp_path):
+    marker = tmp_path / "ran"
+    (naive / "cells" / "seed0" / "mini__recipes" / "__init__.py").write_text(f"open({str(marker)!r}, 'w')\n")
+    (naive / "setup.py").write_text(f"open({str(marker)!r}, 'w')\n")
+    found = errors(check(runs, naive))
+    assert "setup.py: is not part of a submission (it is never read or run)" in found
+    assert "cells/seed0/mini__recipes/__init__.py: is not part of a submission" in found
+    assert not marker.exists()
+
+
+def test_links_and_special_files_are_refused(runs, naive, tmp_path):
+    (tmp_path / "outside.txt").write_text("secret")
+    (naive / "cells" / "seed0" / "link.json").symlink_to(tmp_path / "outside.txt")
+    assert "cells/seed0/link.json: is a symbolic link" in errors(check(runs, naive))
+    os.mkfifo(naive / "cells" / "seed0" / "pipe")  # reading it would block: it must not be opened
+    assert "cells/seed0/pipe: is not a regular file" in errors(check(runs, naive))
+
+
+def test_size_limits_are_checked_before_reading(runs, naive, monkeypatch):
+    monkeypatch.setattr(submissions, "MAX_SUBMISSION_BYTES", 1000)
+    found = check(runs, naive)
+    assert found.submission is None and "more than 1000 bytes" in errors(found)
+    monkeypatch.undo()
+    monkeypatch.setattr(submissions, "MAX_SCORES_BYTES", 100)  # a small gzip that inflates past the limit
+    assert "decompresses to more than 100 bytes" in errors(check(runs, naive))
+    monkeypatch.setattr(submissions, "MAX_JSON_BYTES", 100)
+    assert "submission.json: " in errors(check(runs, naive)) and "over the limit of 100" in errors(check(runs, naive))
+
+
+# --- many submissions ------------------------------------------------------------------------------------------
+def test_duplicates_and_misplaced_folders_are_refused(runs, tmp_path):
+    root = runs.copy_submissions(tmp_path / "subs")
+    shutil.copytree(root / "mini-test" / "tiny-test" / "naive", root / "mini-test" / "tiny-test" / "naive-again")
+    by_key = {v.key: v for v in validate_tree(root, runs.protocols, runs.model_pairs)}
+    again = errors(by_key["mini-test/tiny-test/naive-again"])
+    assert "is at mini-test/tiny-test/naive-again but holds mini-test/tiny-test/naive" in again
+    assert "duplicates" in again and "keep one of them" in again
+    assert by_key["mini-test/tiny-test/naive"].ok
+
+
+def test_teacher_disagreement_is_flagged(runs):
+    [naive] = [v for v in validate_tree(runs.submissions, runs.protocols, runs.model_pairs) if v.key.endswith("/naive")]
+    other = Validation(naive.folder, submission=naive.submission, name="other")
+    other.cells = json.loads(json.dumps(naive.cells))
+    other.cells[0]["eval_sets"]["mini/recipes"]["teacher_acc"] += 5
+    [(message, keys)] = teacher_conflicts([naive, other])
+    assert keys == {naive.key, "other"} and "seed 0 mini/recipes -> mini/recipes: teacher accuracy" in message
+    assert teacher_conflicts([naive, naive]) == []
+
+
+# --- uploads -----------------------------------------------------------------------------------------------------
+def test_an_uploaded_zip_unpacks_and_validates(runs, naive, tmp_path):
+    folder = extract_upload(zip_folder(naive, tmp_path / "sub.zip"), tmp_path / "unpacked")
+    assert check(runs, folder).ok
+
+
+@pytest.mark.parametrize("name", ["naive/../../evil.json", "/etc/passwd", "naive/cells/seed0/x/run.py"])
+def test_uploads_with_paths_outside_the_layout_are_refused(runs, naive, tmp_path, name):
+    archive = zip_folder(naive, tmp_path / "sub.zip", extra={name: "x"})
+    with pytest.raises(BenchError, match="not part of a submission"):
+        extract_upload(archive, tmp_path / "unpacked")
+    assert not (tmp_path / "evil.json").exists()
+
+
+def test_oversize_and_non_zip_uploads_are_refused(runs, naive, tmp_path, monkeypatch):
+    archive = zip_folder(naive, tmp_path / "sub.zip")
+    monkeypatch.setattr(submissions, "MAX_SUBMISSION_BYTES", 1000)
+    with pytest.raises(BenchError, match="over the limit of 1000|more than 1000 bytes"):
+        extract_upload(archive, tmp_path / "unpacked")
+    monkeypatch.undo()
+    (tmp_path / "not.zip").write_text("hello")
+    with pytest.raises(BenchError, match="not a zip archive"):
+        extract_upload(tmp_path / "not.zip", tmp_path / "unpacked2")
+
+
+# --- the command line ---------------------------------------------------------------------------------------------
+@pytest.fixture
+def registered(runs, monkeypatch):
+    """The test protocol and model pair in the registries, as bench validate/submit look them up."""
+    from bench.protocols import MODEL_PAIRS, PROTOCOLS
+
+    for registry, specs in ((PROTOCOLS, runs.protocols), (MODEL_PAIRS, runs.model_pairs)):
+        for name, spec in specs.items():
+            monkeypatch.setitem(registry._entries, name, spec)
+
+
+def test_bench_validate_passes_then_rejects_a_tampered_submission(runs, registered, naive, capsys):
+    from bench.cli import main
+
+    assert main(["validate", str(runs.submissions)]) == 0
+    assert f"{len(RUNS)} of {len(RUNS)} submissions pass" in capsys.readouterr().out
+    flip_one_student_pair(first_cell(naive))
+    reseal(naive)
+    assert main(["validate", str(naive)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "student_acc: is" in out and "but the per-pair scores give" in out
+    assert "0 of 1 submissions pass" in out
+
+
+def test_bench_submit_from_the_command_line(runs, registered, tmp_path, capsys):
+    from bench.cli import main
+
+    source = runs.results / "mini-test" / "tiny-test" / "ceiling"
+    assert main(["submit", str(source), "--out", str(tmp_path), "--submitter", "cli"]) == 0
+    assert "submitted:" in capsys.readouterr().out
+    meta = json.loads((tmp_path / "mini-test" / "tiny-test" / "ceiling" / SUBMISSION_FILE).read_text())
+    assert meta["command"].startswith("bench ") and meta["submitter"] == "cli"
+    assert main(["submit", str(source), "--out", str(tmp_path)]) == 2
+    assert "exists; pass --force" in capsys.readouterr().err
+
+
+def test_the_reference_submissions_validate():
+    """submissions/ in the repository: every one passes, and the leaderboard ranks them."""
+    from pathlib import Path
+
+    from leaderboard import core
+
+    root = Path(__file__).resolve().parents[1] / "submissions"
+    found = validate_tree(root)
+    if not found:
+        pytest.skip("no reference submissions in submissions/ yet")
+    assert [str(p) for v in found for p in v.errors] == []
+    board = core.load_board(root)
+    assert len(core.ranking(board)) >= len(found)

@@ -1,0 +1,86 @@
+"""`bench sweep` through its executors: local worker processes and Slurm (submitit's local stand-in).
+
+One sweep on worker processes covers what an executor must keep: the first grid point's cell
+trains the teacher and the next points reuse it from the cache; a user's --method-file reaches the
+workers; a cell that crashes is reported while the other cells finish and are written; and a rerun
+skips the finished cells.
+"""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from bench.errors import CellsFailedError
+
+METHOD_FILE = '''
+from pydantic import BaseModel, ConfigDict
+from methods.naive import Naive
+
+
+class Probe(Naive):
+    """
+    name: probe-executor
+    idea: naive, except that boom=2 crashes at its first step
+    paper: none
+    """
+
+    class Params(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        boom: int = 0
+
+    def loss(self, step):
+        if self.params.boom == 2:
+            raise RuntimeError("boom")
+        return super().loss(step)
+'''
+
+
+def scores(result: dict, out: Path) -> bytes:
+    [folder] = [p.parent for p in out.rglob("result.json") if p.read_text().count(result["cell_key"])]
+    return gzip.decompress((folder / "scores.csv.gz").read_bytes())
+
+
+def test_processes_executor_shares_teachers_isolates_failures_and_resumes(small_protocol, small_models, tmp_path):
+    from bench.sweep import run_sweep
+    from methods import load_method_file
+
+    method_file = tmp_path / "probe.py"
+    method_file.write_text(METHOD_FILE)
+    load_method_file(method_file)
+    sources, out, cache = [small_protocol.datasets[0]], tmp_path / "results", tmp_path / "cache"
+    with pytest.raises(CellsFailedError) as failed:
+        run_sweep(small_protocol, small_models, "probe-executor", {}, [("boom", ["0", "1", "2"])], sources, [0], out,
+                  cache, executor="processes", jobs=2, method_file=method_file)
+    [failure] = failed.value.failures
+    assert "boom=2" in failure and "RuntimeError: boom" in failure
+    first, second = sorted(failed.value.finished, key=lambda r: r["method"]["params"]["boom"])
+    assert not first["teacher"]["reused"] and second["teacher"]["reused"]  # trained once, by grid point 1
+    assert scores(first, out) == scores(second, out)  # boom=0 and boom=1 train alike, in different workers
+    assert len(list((cache / "teacher").iterdir())) == 1
+
+    again = run_sweep(small_protocol, small_models, "probe-executor", {}, [("boom", ["0", "1"])], sources, [0], out,
+                      cache, executor="local", method_file=method_file)
+    assert [r["cell_key"] for r in again] == [first["cell_key"], second["cell_key"]]  # skipped: already finished
+
+
+def test_slurm_executor_runs_cells_as_submitit_jobs(small_protocol, small_models, tmp_path):
+    pytest.importorskip("submitit")
+    from bench.sweep import run_sweep
+
+    out = tmp_path / "results"
+    results = run_sweep(small_protocol, small_models, "naive", {}, [], [small_protocol.datasets[0]], [0], out,
+                        tmp_path / "cache", executor="slurm",
+                        executor_options={"folder": tmp_path / "jobs", "cluster": "local", "options": {"timeout_min": 10}})
+    assert len(results) == 1 and len(list(out.rglob("result.json"))) == 1
+    assert list((tmp_path / "jobs").glob("*_result.pkl"))  # the cell really ran as a submitit job
+
+
+def test_sweep_cli_takes_executor_options():
+    from bench.cli import build_parser, typed
+
+    args = build_parser().parse_args(["sweep", "--method", "anchor", "--grid", "lam=1,2", "--executor", "slurm",
+                                      "--jobs", "4", "--slurm", "timeout_min=90", "--slurm", "slurm_partition=gpu"])
+    assert (args.executor, args.jobs) == ("slurm", 4)
+    assert {k: typed(v) for k, v in args.slurm} == {"timeout_min": 90, "slurm_partition": "gpu"}
