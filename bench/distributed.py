@@ -50,5 +50,6 @@ def on_main_process(write: Callable[[], T]) -> T | None:
 
 
 def shard(n: int, rank: int, world: int) -> tuple[int, int]:
-    """The [start, stop) rows of ``n`` that process ``rank`` of ``world`` takes: contiguous, sizes differing by at most one."""
+    """The [start, stop) rows of ``n`` that process ``rank`` of ``world`` takes: contiguous, sizes
+    differing by at most one."""
     return n * rank // world, n * (rank + 1) // world

@@ -54,7 +54,9 @@ class ProcessesExecutor:
         from concurrent.futures import ProcessPoolExecutor
 
         jobs = max(1, min(self.jobs, len(tasks)))
-        threads = int(os.environ.get("OMP_NUM_THREADS") or max(1, (os.cpu_count() or 1) // jobs))
+        # Threads from the configured --jobs, not this call's task count: every cell of a sweep then runs
+        # with the same thread count, which float results depend on (to the last bits).
+        threads = int(os.environ.get("OMP_NUM_THREADS") or max(1, (os.cpu_count() or 1) // self.jobs))
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
                                  initializer=_limit_threads, initargs=(threads,)) as pool:
             futures = [pool.submit(fn, task) for task in tasks]
@@ -70,10 +72,14 @@ class SlurmExecutor:
             import submitit
         except ImportError:
             raise BenchError("--executor slurm needs submitit: pip install -e '.[slurm]'") from None
-        self.executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
         try:
-            self.executor.update_parameters(**({"slurm_array_parallelism": jobs} if jobs and cluster == "slurm" else {}),
-                                            **(options or {}))
+            self.executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
+        except RuntimeError as error:  # e.g. no srun: not on a Slurm cluster
+            raise BenchError(f"--executor slurm: {error} Run the sweep on a Slurm login node, or use "
+                             f"--executor processes on this machine") from None
+        try:
+            parallelism = {"slurm_array_parallelism": jobs} if jobs and cluster == "slurm" else {}
+            self.executor.update_parameters(**parallelism, **(options or {}))
         except (ValueError, TypeError) as error:
             raise BenchError(f"--slurm options rejected by submitit: {error}") from None
 

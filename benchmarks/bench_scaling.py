@@ -14,7 +14,8 @@ import argparse
 import subprocess
 import sys
 
-from common import PeakMemory, Timer, formatter, gold_examples, hh_pairs, interleave, median, mini_pairs, parser, rss_mb, setup, tiny_strong
+from common import (PeakMemory, Timer, formatter, gold_examples, hh_pairs, interleave, median, mini_pairs, parser,
+                    rss_mb, setup, tiny_strong)
 
 
 def train_time(examples: list) -> float:
@@ -66,12 +67,19 @@ def main() -> None:
     p = parser(__doc__)
     p.add_argument("--sizes", type=int, nargs="+", default=[32, 64, 128, 256], help="pairs per timed epoch")
     p.add_argument("--memory-sizes", type=int, nargs="+", default=[500, 2000, 8000, 32000])
+    p.add_argument("--memory-only", action="store_true", help="skip the timing part")
     p.add_argument("--memory-of", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.memory_of:
         memory_of(args.memory_of, args.threads)
         return
     setup(args.threads)
+    if not args.memory_only:
+        time_against_pairs(args)
+    memory_against_size(args)
+
+
+def time_against_pairs(args) -> None:
     examples = gold_examples(mini_pairs("mini/recipes", max(args.sizes)), formatter(tiny_strong(), 64))
     print(f"## time: one epoch, batch 16, mini/recipes, sizes {args.sizes} interleaved")
     runs = interleave({str(n): (lambda n=n: {"seconds": train_time(examples[:n])}) for n in args.sizes}, args.repeats)
@@ -82,14 +90,18 @@ def main() -> None:
           f"t({max(times)}) / t({min(times)}) = {times[max(times)] / times[min(times)]:.2f} "
           f"for {max(times) / min(times):.0f}x the pairs")
 
+
+def memory_against_size(args) -> None:
     print("## memory: encode N hh-rlhf pairs (max length 256), then 4 training steps; each N in a fresh process")
     rows = []
     for n in args.memory_sizes:
         out = subprocess.run([sys.executable, __file__, "--memory-of", str(n), "--threads", str(args.threads)],
                              capture_output=True, text=True, check=True).stdout
-        _, _, base, held, peak = out.split("MEMORY ")[1].split()
+        _, base, held, peak = out.split("MEMORY ")[1].split()
         rows.append((n, float(base), float(held), float(peak)))
         print(f"N={n}: {float(held) - float(base):.0f} MB for the encoded pairs; peak while training {float(peak):.0f} MB")
+    a, b, r2 = fit_line([n for n, *_ in rows], [held - base for _, base, held, _ in rows])
+    print(f"encoded pairs held = {a:.0f} MB + {1024 * b:.1f} KB x pairs (R^2 {r2:.3f})")
     a, b, r2 = fit_line([n for n, *_ in rows], [peak for *_, peak in rows])
     print(f"peak memory = {a:.0f} MB + {1024 * b:.1f} KB x pairs (R^2 {r2:.3f})")
 

@@ -22,7 +22,8 @@ import tempfile
 
 import torch
 
-from common import Timer, formatter, gold_examples, hh_pairs, interleave, median, mini_pairs, parser, ratio, setup, tiny_strong
+from common import (Timer, formatter, gold_examples, hh_pairs, interleave, median, mini_pairs, parser, ratio, setup,
+                    tiny_strong)
 
 LR, WARMUP, SEED = 1e-4, 0.1, 0
 
@@ -41,7 +42,8 @@ def ours(examples: list, batch_size: int, grouped: bool, seed: int = SEED):
     return model, t.seconds
 
 
-def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED):
+def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order: list[int] | None = None):
+    """TRL's RewardTrainer; ``order``: feed the pairs in this order, unshuffled (to give it our batches)."""
     from dataclasses import dataclass
 
     from datasets import Dataset
@@ -64,10 +66,13 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED):
 
     chosen = [ex.a if ex.target == 1.0 else ex.b for ex in examples]
     rejected = [ex.b if ex.target == 1.0 else ex.a for ex in examples]
-    data = Dataset.from_dict({"chosen_ids": [s.input_ids for s in chosen], "rejected_ids": [s.input_ids for s in rejected],
+    data = Dataset.from_dict({"chosen_ids": [s.input_ids for s in chosen],
+                              "rejected_ids": [s.input_ids for s in rejected],
                               "chosen_types": [s.token_type_ids for s in chosen],
                               "rejected_types": [s.token_type_ids for s in rejected],
                               "length": [max(len(c.input_ids), len(r.input_ids)) for c, r in zip(chosen, rejected)]})
+    if order is not None:
+        data = data.select(order)
     spec = tiny_strong()
     model = load_reward_model(spec, seed=seed)
     apply_freezing(model, dataclasses.replace(_cfg(batch_size), freeze_word_embeddings=True))
@@ -79,7 +84,8 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED):
                             gradient_checkpointing=False, max_length=None, disable_dropout=True, seed=seed,
                             save_strategy="no", logging_steps=10**6, report_to=[], disable_tqdm=True,
                             remove_unused_columns=False, dataloader_num_workers=0,
-                            train_sampling_strategy="group_by_length" if grouped else "random")
+                            train_sampling_strategy="sequential" if order is not None
+                            else "group_by_length" if grouped else "random")
         trainer = RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                                 data_collator=WithSegments(pad_token_id=tokenizer.pad_token_id))
         with Timer() as t:
@@ -109,7 +115,10 @@ def main() -> None:
     p.add_argument("--max-length", type=int, help="tokens per sequence (default: 256 for hh, 64 for mini)")
     p.add_argument("--batch-size", type=int, default=8, help="pairs per batch (default 8)")
     p.add_argument("--steps", type=int, default=20, help="steps per throughput run (default 20)")
-    p.add_argument("--accuracy", action="store_true", help="also train ours and TRL on the train split and compare accuracy")
+    p.add_argument("--accuracy", action="store_true",
+                   help="also train ours and TRL on the train split and compare accuracy")
+    p.add_argument("--accuracy-seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the accuracy runs")
+    p.add_argument("--skip-throughput", action="store_true", help="only the accuracy runs")
     p.add_argument("--train-pairs", type=int, default=1600, help="train split size for --accuracy (default 1600)")
     args = p.parse_args()
     setup(args.threads)
@@ -122,7 +131,13 @@ def main() -> None:
         train_pairs = mini_pairs("mini/recipes", args.train_pairs)
         eval_pairs = mini_pairs("mini/recipes", 400, split="test")
     examples = gold_examples(train_pairs, fmt)
-    subset = examples[:args.steps * args.batch_size]
+    if not args.skip_throughput:
+        throughput(examples[:args.steps * args.batch_size], args, max_length)
+    if args.accuracy:
+        accuracy_runs(examples, eval_pairs, fmt, args)
+
+
+def throughput(subset: list, args, max_length: int) -> None:
     print(f"## throughput: {args.data}, max length {max_length}, batch {args.batch_size} pairs, {args.steps} steps "
           f"({len(subset)} pairs) per run, interleaved")
     runs = interleave({
@@ -139,17 +154,38 @@ def main() -> None:
     print(f"ours-plain / trl:          {ratio(speed['ours-plain'], speed['trl'])}   (the loops alone, no grouping)")
     print(f"ours / ours-plain:         {ratio(speed['ours'], speed['ours-plain'])}   (what grouping buys)")
 
-    if args.accuracy:
-        steps = math.ceil(len(examples) / args.batch_size)
-        print(f"## accuracy: {len(examples)} train pairs ({steps} steps of {args.batch_size}), "
-              f"{len(eval_pairs)} held-out pairs")
-        ours_model, ours_s = ours(examples, args.batch_size, grouped=True)
-        ours_acc = accuracy_of(ours_model, eval_pairs, fmt)
-        trl_model, trl_s = trl(examples, args.batch_size, grouped=False)
-        trl_acc = accuracy_of(trl_model, eval_pairs, fmt)
-        print(f"ours {ours_acc:.1f} points ({len(examples) / ours_s:.2f} pairs/s), trl {trl_acc:.1f} points "
-              f"({len(examples) / trl_s:.2f} pairs/s): difference {ours_acc - trl_acc:+.1f} points "
-              f"(goal: within 1; one pair is {100 / len(eval_pairs):.2f} points)")
+
+
+def accuracy_runs(examples: list, eval_pairs: list, fmt, args) -> None:
+    """Held-out accuracy after training on the whole train split, per seed (init and order), for ours
+    (grouped and plain) and TRL; and TRL fed our plain run's exact batches, which checks that the two
+    loops compute the same training when the batches are the same."""
+    import statistics
+
+    from bench.train import epoch_batches
+
+    steps = math.ceil(len(examples) / args.batch_size)
+    print(f"## accuracy: {len(examples)} train pairs ({steps} steps of {args.batch_size}), {len(eval_pairs)} "
+          f"held-out pairs (one pair = {100 / len(eval_pairs):.2f} points), seeds {args.accuracy_seeds}")
+    acc: dict[str, list[float]] = {"ours": [], "ours-plain": [], "trl": [], "trl, our batches": []}
+    for seed in args.accuracy_seeds:
+        our_order = [i for b in epoch_batches([0] * len(examples), args.batch_size,
+                                              torch.Generator().manual_seed(seed + 1)) for i in b]
+        runs = {"ours": lambda: ours(examples, args.batch_size, grouped=True, seed=seed),
+                "ours-plain": lambda: ours(examples, args.batch_size, grouped=False, seed=seed),
+                "trl": lambda: trl(examples, args.batch_size, grouped=False, seed=seed),
+                "trl, our batches": lambda: trl(examples, args.batch_size, grouped=False, seed=seed, order=our_order)}
+        for name, train in runs.items():
+            model, _ = train()
+            acc[name].append(accuracy_of(model, eval_pairs, fmt))
+        print(f"  seed {seed}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in acc.items()), flush=True)
+    spread = (lambda v: f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}") if len(args.accuracy_seeds) > 1 \
+        else (lambda v: f"{v[0]:.1f}")
+    print("mean ± sd over seeds: " + "; ".join(f"{k} {spread(v)}" for k, v in acc.items()))
+    same = max(abs(a - b) for a, b in zip(acc["ours-plain"], acc["trl, our batches"]))
+    print(f"ours - trl: {statistics.mean(acc['ours']) - statistics.mean(acc['trl']):+.1f} points (mean over seeds; "
+          f"goal within 1); ours-plain - trl: {statistics.mean(acc['ours-plain']) - statistics.mean(acc['trl']):+.1f}; "
+          f"same batches, largest gap over seeds: {same:.2f} points")
 
 
 if __name__ == "__main__":

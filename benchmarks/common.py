@@ -99,10 +99,15 @@ def gold_examples(pairs: list, fmt, seed: int = 0) -> list:
     return out
 
 
-def interleave(variants: dict[str, Callable[[], dict]], repeats: int) -> dict[str, list[dict]]:
-    """Run every variant once per round, ``repeats`` rounds, alternating the order each round."""
+def interleave(variants: dict[str, Callable[[], dict]], repeats: int, warmup: bool = True) -> dict[str, list[dict]]:
+    """Run every variant once per round, ``repeats`` rounds, alternating the order each round; first
+    (``warmup``) one untimed round, as the first runs in a process pay for allocator and kernel set-up."""
     runs: dict[str, list[dict]] = {name: [] for name in variants}
     names = list(variants)
+    if warmup:
+        for name in names:
+            variants[name]()
+        print("  (warm-up round done, not counted)", flush=True)
     for round_ in range(repeats):
         for name in (names if round_ % 2 == 0 else names[::-1]):
             runs[name].append(variants[name]())

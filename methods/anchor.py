@@ -66,7 +66,8 @@ class ReferenceStates:
         with torch.no_grad(), adapters_off:
             for start in range(0, len(order), batch_size):
                 rows = order[start:start + batch_size]
-                batch = {k: v.to(device) for k, v in collate([sequences[i] for i in rows], model.config.pad_token_id).items()}
+                batch = collate([sequences[i] for i in rows], model.config.pad_token_id)
+                batch = {k: v.to(device) for k, v in batch.items()}
                 hidden = model(**model_inputs(batch), output_hidden_states=True).hidden_states
                 keep = batch["response_mask"].bool()
                 for states, layer in zip(self.states, layers):
@@ -83,7 +84,8 @@ class ReferenceStates:
         half = len(index) // 2
         keys = index + torch.cat([torch.zeros(half, dtype=torch.long), torch.full((half,), self.n)])
         counts = batch["response_mask"].sum(1).cpu()
-        if not (torch.equal(counts, self.counts[keys]) and torch.equal(batch["attention_mask"].sum(1).cpu(), self.lengths[keys])):
+        lengths = batch["attention_mask"].sum(1).cpu()
+        if not (torch.equal(counts, self.counts[keys]) and torch.equal(lengths, self.lengths[keys])):
             raise RuntimeError("anchor: a batch's rows are not the sequences its reference states were computed for")
         row_start = counts.cumsum(0) - counts
         tokens = torch.repeat_interleave(self.offsets[keys] - row_start, counts) + torch.arange(int(counts.sum()))

@@ -110,12 +110,22 @@ def test_external_package_through_its_entry_point(registered_small, tmp_path, ca
     assert main(["list", "methods"]) == 0
     assert "smoothed" in capsys.readouterr().out and "smoothed" in METHODS
     protocol, models = registered_small
-    out = tmp_path / "results"
+    out, submissions = tmp_path / "results", tmp_path / "submissions"
+    # docs/adding-a-method.md, step 6: run every cell, report, submit, validate, see the leaderboard row
     assert main(["run", "--method", "smoothed", "--param", "eps=0.5", "--protocol", protocol.name,
-                 "--models", models.name, "--source", "recipes", "--out", str(out), "--cache-dir", str(cache)]) == 0
-    [cell] = find_cells(out)
-    origin = cell["method"]["origin"]
+                 "--models", models.name, "--out", str(out), "--cache-dir", str(cache)]) == 0
+    cells = find_cells(out)
+    assert len(cells) == len(protocol.datasets) * len(protocol.seeds)
+    origin = cells[0]["method"]["origin"]
     assert origin["kind"] == "entry point" and origin["distribution"] == "shiftbench-example"
-    assert cell["method"]["params"] == {"eps": 0.5}
+    assert cells[0]["method"]["params"] == {"eps": 0.5}
     assert main(["report", "--out", str(out)]) == 0
     assert "smoothed" in capsys.readouterr().out
+    results = out / protocol.name / models.name / "smoothed_eps=0.5"
+    assert main(["submit", str(results), "--out", str(submissions), "--submitter", "docs example"]) == 0
+    submission = submissions / protocol.name / models.name / "smoothed_eps=0.5"
+    assert main(["validate", str(submission)]) == 0
+    from leaderboard.core import load_board, ranking
+
+    board = ranking(load_board(submissions))
+    assert "smoothed" in set(board["method"])

@@ -84,3 +84,16 @@ def test_sweep_cli_takes_executor_options():
                                       "--jobs", "4", "--slurm", "timeout_min=90", "--slurm", "slurm_partition=gpu"])
     assert (args.executor, args.jobs) == ("slurm", 4)
     assert {k: typed(v) for k, v in args.slurm} == {"timeout_min": 90, "slurm_partition": "gpu"}
+
+
+def test_slurm_executor_off_a_cluster_says_what_to_do(tmp_path):
+    import shutil
+
+    pytest.importorskip("submitit")
+    if shutil.which("srun"):
+        pytest.skip("this machine is a Slurm node")
+    from bench.errors import BenchError
+    from bench.executors import make_executor
+
+    with pytest.raises(BenchError, match="--executor processes"):
+        make_executor("slurm", jobs=2, folder=tmp_path)

@@ -5,7 +5,8 @@
   decoder reward models of 7-8B on a GPU: the same token ids, read at the same last token.
 
 A scorer is ``scorer(model, sequences, batch_size, desc, *, spec) -> list[float]``, one reward per
-sequence in order (``spec``: the model's ModelSpec). The teacher is always scored with ``hf`` (its scores are cached and shared).
+sequence in order (``spec``: the model's ModelSpec). The teacher is always scored with ``hf``
+(its scores are cached and shared by every method).
 """
 from __future__ import annotations
 
