@@ -1,1 +1,0 @@
-"""An example ShiftBench method package (see docs/adding-a-method.md)."""
