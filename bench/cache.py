@@ -72,3 +72,30 @@ class Cache:
             if sha256_file(path) != digest:
                 return f"checksum mismatch in {name}"
         return None
+
+
+class SharedWork:
+    """Tensors a method computes from the pretrained student and the training data alone, cached so
+    that every run on the same student and sequences reuses them (ANCHOR's pretrained states: a
+    lambda or layer sweep pays for them once). ``context`` is what the run fixes (the student's spec,
+    revision and formatter); the method adds what else decides the tensors."""
+
+    def __init__(self, cache: Cache, context: dict):
+        self.cache, self.context = cache, context
+
+    def tensors(self, kind: str, inputs: dict, compute: Callable[[], dict]) -> tuple[dict, bool]:
+        """``compute()``'s dict of tensors, from the cache when an entry for these inputs exists;
+        and whether it came from the cache."""
+        from safetensors.torch import load_file, save_file
+
+        from bench.distributed import on_main_process
+
+        full = {**self.context, **inputs}
+        key = self.cache.key({"kind": kind, **full})
+        folder = self.cache.load(kind, key)
+        if folder is not None:
+            return load_file(folder / "tensors.safetensors"), True
+        tensors = compute()
+        on_main_process(lambda: self.cache.store(
+            kind, key, full, lambda f: save_file({k: v.contiguous() for k, v in tensors.items()}, f / "tensors.safetensors")))
+        return tensors, False

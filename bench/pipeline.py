@@ -17,9 +17,9 @@ from datetime import datetime, timezone
 from functools import cached_property, lru_cache
 from pathlib import Path
 
-from bench.cache import Cache
+from bench.cache import Cache, SharedWork
 from bench.data import LoadedSplit, OrderedPair, Pair, eval_sets, load_pairs, random_order, split_prompt_disjoint, sub_seed
-from bench.distributed import on_main_process
+from bench.distributed import on_main_process, state
 from bench.env import environment
 from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 from bench.metrics import accuracy, cell_metrics
@@ -157,6 +157,9 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
         student = load_reward_model(ctx.models.strong, seed=sub_seed(seed, "student-init"))
         examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q)
                     for o, q in zip(teacher.ordered, targets)]
+        ctx.method.shared = SharedWork(ctx.cache, {  # what decides the pretrained student's outputs
+            "strong": ctx.models.strong, "strong_revision": ctx.revisions["strong"],
+            "strong_formatter": strong.provenance(), "device": state().device.type})
         student_log = train_student(student, examples, ctx.models.student_train, ctx.method,
                                     seed=sub_seed(seed, "student-order"), desc=f"student {source} s{seed}")
     timings["student_train"] = time.perf_counter() - t

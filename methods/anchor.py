@@ -6,15 +6,21 @@ anchored layers at response tokens (all the penalty reads). Steps look their row
 runs no second forward and holds no second model. Where those states would take more than
 ``SHIFTBENCH_ANCHOR_CACHE_GB`` (default 4) of memory, a frozen reference runs on every batch
 instead. Both give the same penalty to float rounding (tests/test_speed_features.py).
+
+In a pipeline run the states go into the run's cache (``Method.shared``), keyed by the student, its
+formatter, the exact training sequences, the layers and the device: every other run on the same
+cell's data (each point of a lam sweep, a rerun with another lam) reads them instead of recomputing.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 import time
 from typing import Literal
 
+import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -48,31 +54,67 @@ def cache_limit_bytes() -> float:
     return float(os.environ.get("SHIFTBENCH_ANCHOR_CACHE_GB", "4")) * 2**30
 
 
+def sequences_digest(examples: list) -> str:
+    """sha256 of every training sequence's token ids and response mask, in example order."""
+    digest = hashlib.sha256()
+    for ex in examples:
+        for seq in (ex.a, ex.b):
+            for values in (seq.input_ids, seq.token_type_ids, seq.response_mask):
+                digest.update(np.asarray(values, dtype=np.int64).tobytes())
+                digest.update(b"|")
+    return digest.hexdigest()
+
+
+def compute_states(model, examples: list, layers: tuple[int, ...], batch_size: int) -> list[torch.Tensor]:
+    """One inference pass of the pretrained model over every training sequence, in length-sorted
+    batches: per anchored layer, the states of all response tokens, sequence after sequence."""
+    sequences = [ex.a for ex in examples] + [ex.b for ex in examples]
+    counts = [int(sum(s.response_mask)) for s in sequences]
+    offsets = np.cumsum([0] + counts[:-1])
+    dtype = model.get_input_embeddings().weight.dtype
+    states = [torch.empty(sum(counts), model.config.hidden_size, dtype=dtype) for _ in layers]
+    device = next(model.parameters()).device
+    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i].input_ids))  # little padding
+    adapters_off = model.disable_adapter() if is_lora_model(model) else contextlib.nullcontext()
+    with torch.no_grad(), adapters_off:
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            batch = collate([sequences[i] for i in rows], model.config.pad_token_id)
+            batch = {k: v.to(device) for k, v in batch.items()}
+            hidden = model(**model_inputs(batch), output_hidden_states=True).hidden_states
+            keep = batch["response_mask"].bool()
+            for layer_states, layer in zip(states, layers):
+                for row, i in enumerate(rows):
+                    layer_states[offsets[i]:offsets[i] + counts[i]] = hidden[layer][row, keep[row]].cpu()
+    return states
+
+
 class ReferenceStates:
     """The pretrained model's states at the anchored layers on the response tokens of every training
     sequence (a of example i is sequence i, its b is sequence n + i), kept on the CPU in the model's dtype."""
 
-    def __init__(self, model, examples: list, layers: tuple[int, ...], batch_size: int):
+    def __init__(self, examples: list, states: list[torch.Tensor]):
         sequences = [ex.a for ex in examples] + [ex.b for ex in examples]
         self.n = len(examples)
         self.lengths = torch.tensor([len(s.input_ids) for s in sequences])
-        self.counts = torch.tensor([sum(s.response_mask) for s in sequences])
+        self.counts = torch.tensor([int(sum(s.response_mask)) for s in sequences])
         self.offsets = self.counts.cumsum(0) - self.counts
-        dtype = model.get_input_embeddings().weight.dtype
-        self.states = [torch.empty(int(self.counts.sum()), model.config.hidden_size, dtype=dtype) for _ in layers]
-        device = next(model.parameters()).device
-        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i].input_ids))  # little padding
-        adapters_off = model.disable_adapter() if is_lora_model(model) else contextlib.nullcontext()
-        with torch.no_grad(), adapters_off:
-            for start in range(0, len(order), batch_size):
-                rows = order[start:start + batch_size]
-                batch = collate([sequences[i] for i in rows], model.config.pad_token_id)
-                batch = {k: v.to(device) for k, v in batch.items()}
-                hidden = model(**model_inputs(batch), output_hidden_states=True).hidden_states
-                keep = batch["response_mask"].bool()
-                for states, layer in zip(self.states, layers):
-                    for row, i in enumerate(rows):
-                        states[self.offsets[i]:self.offsets[i] + self.counts[i]] = hidden[layer][row, keep[row]].cpu()
+        if any(s.shape[0] != int(self.counts.sum()) for s in states):
+            raise RuntimeError("anchor: the reference states do not hold one row per response token of these examples")
+        self.states = states
+
+    @classmethod
+    def build(cls, model, examples: list, layers: tuple[int, ...], batch_size: int, shared=None
+              ) -> tuple["ReferenceStates", bool]:
+        """The states, and whether they came from ``shared`` (a bench.cache.SharedWork: runs on the same
+        student and sequences, e.g. every point of a lam sweep, compute them once)."""
+        if shared is None:
+            return cls(examples, compute_states(model, examples, layers, batch_size)), False
+        inputs = {"layers": list(layers), "batch_size": batch_size, "sequences": sequences_digest(examples),
+                  "dtype": str(model.get_input_embeddings().weight.dtype), "lora": is_lora_model(model)}
+        tensors, reused = shared.tensors("anchor-reference", inputs, lambda: {
+            f"layer{layer}": states for layer, states in zip(layers, compute_states(model, examples, layers, batch_size))})
+        return cls(examples, [tensors[f"layer{layer}"] for layer in layers]), reused
 
     @property
     def nbytes(self) -> int:
@@ -134,8 +176,8 @@ class Anchor(Naive):
         self.layers = anchor_layers(num_layers(student), self.params.layers)
         started = time.perf_counter()
         if estimated_bytes(student, examples, self.layers) <= cache_limit_bytes():
-            self.reference = ReferenceStates(student, examples, self.layers, batch_size=2 * cfg.batch_size)
-            info = {"kind": "precomputed states", "bytes": self.reference.nbytes}
+            self.reference, reused = ReferenceStates.build(student, examples, self.layers, 2 * cfg.batch_size, self.shared)
+            info = {"kind": "precomputed states", "bytes": self.reference.nbytes, "reused_from_cache": reused}
         else:
             self.reference = frozen_reference(student)
             info = {"kind": "frozen model on every batch"}

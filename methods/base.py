@@ -24,6 +24,9 @@ Hooks, all optional except ``loss`` (``Naive`` implements it; most methods subcl
 - ``finish(student)``: once, after the last step (e.g. interpolate weights, free references).
 - ``fit(student, examples, cfg, train)``: the whole training; override only to change its shape
   (several phases, as LP-FT does). ``train(student, examples, cfg)`` runs the shared loop.
+- ``shared``: set by the pipeline before ``fit``: a cache for tensors that depend only on the
+  pretrained student and the training sequences (``shared.tensors(kind, inputs, compute)``), so a
+  sweep computes them once; ANCHOR keeps its pretrained states there.
 - ``rule_reward(prompt, response)``: for methods that train nothing (``trains = False``), the
   reward of one response; the pipeline then skips the student model altogether.
 """
@@ -85,6 +88,9 @@ class Method:
     needs_hidden_states: ClassVar[bool] = False
     trains: ClassVar[bool] = True
     Params: ClassVar[type[BaseModel]] = NoParams
+    # In a pipeline run, a bench.cache.SharedWork for tensors computed from the pretrained student and
+    # the training sequences alone (shared by every run on them); None outside a run.
+    shared = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

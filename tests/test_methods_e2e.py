@@ -129,3 +129,14 @@ def test_external_package_through_its_entry_point(registered_small, tmp_path, ca
 
     board = ranking(load_board(submissions))
     assert "smoothed" in set(board["method"])
+
+
+def test_anchor_sweep_computes_the_pretrained_states_once(registered_small, tmp_path):
+    protocol, models = registered_small
+    assert main(["sweep", "--method", "anchor", "--grid", "lam=0.5,2", "--protocol", protocol.name, "--models", models.name,
+                 "--source", "recipes", "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]) == 0
+    reference = {c["method"]["params"]["lam"]: c["student"]["train"]["anchor_reference"]
+                 for c in find_cells(tmp_path / "out")}
+    assert reference[0.5]["reused_from_cache"] is False  # the first grid point runs first and computes them
+    assert reference[2.0]["reused_from_cache"] is True
+    assert reference[0.5]["bytes"] == reference[2.0]["bytes"] > 0

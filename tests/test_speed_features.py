@@ -72,7 +72,7 @@ def paper_penalty(hidden, reference, mask, layers) -> float:
 def test_precomputed_reference_gives_the_frozen_copys_penalty(strong_spec, examples, which):
     model = load_reward_model(strong_spec, seed=0)
     layers = anchor_layers(model.config.num_hidden_layers, which)
-    states = ReferenceStates(model, examples, layers, batch_size=32)  # length-sorted batches, not the training ones
+    states = ReferenceStates.build(model, examples, layers, batch_size=32)[0]  # length-sorted batches, not the training ones
     copy = frozen_copy(model)
     drift = TrainConfig(learning_rate=1e-3, epochs=1, batch_size=16)
     train_reward_model(model, examples[:32], drift, Naive(), seed=0, desc="drift")
@@ -108,7 +108,7 @@ def test_anchor_trains_alike_with_precomputed_or_live_reference(small_models, ex
 
 def test_reference_lookup_refuses_rows_it_was_not_computed_for(strong_spec, examples):
     model = load_reward_model(strong_spec, seed=0)
-    states = ReferenceStates(model, examples[:4], (6,), batch_size=8)
+    states = ReferenceStates.build(model, examples[:4], (6,), batch_size=8)[0]
     batch = collate([examples[0].a, examples[1].b], model.config.pad_token_id)  # rows of a and b, as a batch has
     batch["example_index"] = torch.tensor([1, 0])  # ...but labelled with the other examples
     with pytest.raises(RuntimeError, match="not the sequences"):
@@ -140,3 +140,19 @@ def test_vllm_scores_match_hf(tmp_path):
     expected = score(model, sequences, batch_size=2)
     got = score_with_vllm(model, sequences, batch_size=2, spec=spec)
     assert got == pytest.approx(expected, abs=1e-3)
+
+
+def test_shared_reference_states_are_the_computed_ones_and_keyed_by_the_sequences(strong_spec, examples, tmp_path):
+    from bench.cache import Cache, SharedWork
+
+    model = load_reward_model(strong_spec, seed=0)
+    shared = SharedWork(Cache(tmp_path), {"strong": strong_spec})
+    first, reused_first = ReferenceStates.build(model, examples[:6], (6,), batch_size=8, shared=shared)
+    again, reused_again = ReferenceStates.build(model, examples[:6], (6,), batch_size=8, shared=shared)
+    plain, _ = ReferenceStates.build(model, examples[:6], (6,), batch_size=8)
+    assert (reused_first, reused_again) == (False, True)
+    assert torch.equal(again.states[0], plain.states[0]) and torch.equal(first.states[0], plain.states[0])
+    _, other = ReferenceStates.build(model, examples[1:7], (6,), batch_size=8, shared=shared)  # other sequences
+    assert other is False
+    _, other_layer = ReferenceStates.build(model, examples[:6], (3, 5), batch_size=8, shared=shared)
+    assert other_layer is False
