@@ -25,6 +25,10 @@ from methods.base import Method, Step
 
 # Length grouping sorts within mega-batches of this many batches, as HF's LengthGroupedSampler does.
 LENGTH_GROUP_MEGA_BATCHES = 50
+# Steps between reads of the loss on the host. A read waits for the device to finish; reading every
+# step would keep the CPU from queueing the next step while the GPU runs this one. Divergence is still
+# reported at the exact step where the loss stopped being finite, at most this many steps later.
+LOSS_READ_EVERY = 16
 
 
 @dataclass(slots=True)
@@ -86,9 +90,14 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
     trainable = [p for p in model.parameters() if p.requires_grad]
     # Precision is the model spec's dtype (it is in every result's key), never the launcher's.
     accelerator = Accelerator(cpu=on_cpu(), mixed_precision="no")
-    optimizer = torch.optim.AdamW(trainable, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    device = accelerator.device
+    model.to(device)
+    # On a GPU, AdamW's fused kernel: one launch per step instead of a dozen. The CPU keeps torch's
+    # default implementation, with which the published CPU numbers were computed.
+    fused = {"fused": True} if device.type == "cuda" else {}
+    optimizer = torch.optim.AdamW(trainable, lr=cfg.learning_rate, weight_decay=cfg.weight_decay, **fused)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
-    rank, world, device = accelerator.process_index, accelerator.num_processes, accelerator.device
+    rank, world = accelerator.process_index, accelerator.num_processes
     steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     warmup = max(1, round(cfg.warmup_ratio * total))
@@ -99,8 +108,22 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
     pad_id = model.config.pad_token_id
     model.train()
     losses: list[float] = []
-    logs: dict[str, float] = {}
+    unread: list[torch.Tensor] = []   # the latest steps' losses, still on the device
+    logs: dict = {}
     progress = tqdm(total=total, desc=desc, unit="step", leave=False, disable=not accelerator.is_main_process)
+
+    def read_losses() -> None:
+        """Bring the unread losses to the host (one wait for the device) and stop at a non-finite one."""
+        for value in torch.stack(unread).tolist() if unread else []:
+            if not math.isfinite(value):
+                raise TrainingDivergedError(
+                    f"{desc}: loss became {value} at step {len(losses) + 1} of {total}. "
+                    f"Lower the learning rate (now {cfg.learning_rate}) or the method's weights, or check the labels.")
+            losses.append(value)
+        unread.clear()
+        if losses:
+            progress.set_postfix(loss=f"{losses[-1]:.3f}", epoch=epoch + 1)
+
     for epoch in range(cfg.epochs):
         for indices in epoch_batches(lengths, cfg.batch_size, generator, cfg.group_by_length):
             start, stop = shard(len(indices), rank, world)
@@ -109,33 +132,32 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
             chunk = [examples[i] for i in mine]
             batch = collate([ex.a for ex in chunk] + [ex.b for ex in chunk], pad_id)
             batch["example_index"] = torch.tensor(mine + mine)  # each row's example: a rows, then b rows
-            batch = {key: value.to(device) for key, value in batch.items()}
+            host_batch = batch
+            batch = {key: value.to(device, non_blocking=True) for key, value in batch.items()}
             out = wrapped(**model_inputs(batch), output_hidden_states=method.needs_hidden_states)
             rewards = out.logits[:, 0].float()
             n = len(chunk)
             step = Step(r_a=rewards[:n], r_b=rewards[n:], batch=batch,
                         target=torch.tensor([ex.target for ex in chunk], dtype=torch.float32, device=device),
                         hidden_states=out.hidden_states if method.needs_hidden_states else None,
-                        model=model, index=len(losses), total=total)
+                        model=model, index=len(losses) + len(unread), total=total, host_batch=host_batch)
             loss, logs = method.loss(step)
             batch_loss = loss.detach() * (weight / world)
             if world > 1:  # the whole batch's loss, the same on every process
                 batch_loss = accelerator.reduce(batch_loss, reduction="sum")
-            if not torch.isfinite(batch_loss):
-                raise TrainingDivergedError(
-                    f"{desc}: loss became {batch_loss.item()} at step {len(losses) + 1} of {total}. "
-                    f"Lower the learning rate (now {cfg.learning_rate}) or the method's weights, or check the labels.")
             accelerator.backward(loss * weight)
             accelerator.clip_grad_norm_(wrapped.parameters(), cfg.max_grad_norm)
             optimizer.step()
             schedule.step()
             optimizer.zero_grad(set_to_none=True)
-            losses.append(batch_loss.item())
+            unread.append(batch_loss.float())
+            if len(unread) == LOSS_READ_EVERY:
+                read_losses()
             progress.update()
-            progress.set_postfix(loss=f"{losses[-1]:.3f}", epoch=epoch + 1)
+        read_losses()
     progress.close()
     accelerator.free_memory()  # drops the DDP wrapper; the trained weights are ``model``'s own
     model.eval()
     tail = losses[-max(1, len(losses) // 10):]
     return {"steps": total, "pairs": len(examples), "final_loss": sum(tail) / len(tail),
-            "last_step_logs": logs, "loss_curve": losses[:: max(1, total // 50)]}
+            "last_step_logs": {k: float(v) for k, v in logs.items()}, "loss_curve": losses[:: max(1, total // 50)]}

@@ -36,19 +36,29 @@ def train_once(variant: str, examples: list, memory: PeakMemory | None = None) -
     if cache_gb is not None:
         os.environ["SHIFTBENCH_ANCHOR_CACHE_GB"] = cache_gb
     method = make_method(method_name, {}, tiny.defaults_for(method_name))
+    import torch
+
     model = load_reward_model(tiny.strong, seed=0)
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
     with Timer() as t, (memory or contextlib.nullcontext()):
         log = train_student(model, examples, tiny.student_train, method, seed=1, desc=variant)
+    gpu = {"gpu_peak_added_mb": (torch.cuda.max_memory_allocated() - base) / 2**20} if cuda else {}
+    del model
     steps = math.ceil(len(examples) / tiny.student_train.batch_size) * tiny.student_train.epochs
     precompute = log.get("anchor_reference", {}).get("seconds", 0.0)
     return {"total_s": t.seconds, "precompute_s": precompute, "step_s": (t.seconds - precompute) / steps,
-            "final_loss": log["final_loss"]}
+            "final_loss": log["final_loss"], **gpu}
 
 
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--pairs", type=int, default=128, help="training pairs (default 128: 8 steps of 16 pairs)")
     p.add_argument("--memory-of", choices=list(VARIANTS), help=argparse.SUPPRESS)
+    p.add_argument("--skip-memory", action="store_true", help="skip the per-variant peak memory runs")
     args = p.parse_args()
     setup(args.threads)
     examples = gold_examples(mini_pairs("mini/recipes", args.pairs), formatter(tiny_strong(), 64))
@@ -65,11 +75,15 @@ def main() -> None:
     for v in VARIANTS:
         print(f"{v:12s} step {median(step[v]):.3f} s (median), precompute "
               f"{median([r['precompute_s'] for r in runs[v]]):.2f} s, whole training {median(total[v]):.2f} s, "
-              f"final loss {runs[v][-1]['final_loss']:.6f}")
+              f"final loss {runs[v][-1]['final_loss']:.6f}"
+              + (f", GPU memory added in training {median([r['gpu_peak_added_mb'] for r in runs[v]]):.0f} MB (peak "
+                 f"allocated over the model)" if "gpu_peak_added_mb" in runs[v][0] else ""))
     for v in ("anchor", "anchor-live"):
         print(f"{v} / naive: step time {ratio(step[v], step['naive'])}; whole training incl. precompute "
               f"{ratio(total[v], total['naive'])}")
 
+    if args.skip_memory:
+        return
     print("## peak memory during training (each variant alone in a fresh process; resident memory sampled every 5 ms)")
     for v in VARIANTS:
         out = subprocess.run([sys.executable, __file__, "--memory-of", v, "--pairs", str(args.pairs),

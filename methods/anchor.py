@@ -120,13 +120,16 @@ class ReferenceStates:
     def nbytes(self) -> int:
         return sum(s.numel() * s.element_size() for s in self.states)
 
-    def lookup(self, batch: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-        """The reference states of a training batch's response tokens, in the order ``hidden[mask]`` gives."""
-        index = batch["example_index"].cpu()
+    def lookup(self, batch: dict[str, torch.Tensor], host_batch: dict[str, torch.Tensor] | None = None
+               ) -> list[torch.Tensor]:
+        """The reference states of a training batch's response tokens, in the order ``hidden[mask]`` gives.
+        ``host_batch``, the same batch still on the CPU, spares a wait for the device."""
+        host = {k: v.cpu() for k, v in batch.items()} if host_batch is None else host_batch
+        index = host["example_index"]
         half = len(index) // 2
         keys = index + torch.cat([torch.zeros(half, dtype=torch.long), torch.full((half,), self.n)])
-        counts = batch["response_mask"].sum(1).cpu()
-        lengths = batch["attention_mask"].sum(1).cpu()
+        counts = host["response_mask"].sum(1)
+        lengths = host["attention_mask"].sum(1)
         if not (torch.equal(counts, self.counts[keys]) and torch.equal(lengths, self.lengths[keys])):
             raise RuntimeError("anchor: a batch's rows are not the sequences its reference states were computed for")
         row_start = counts.cumsum(0) - counts
@@ -191,12 +194,12 @@ class Anchor(Naive):
         keep = step.batch["response_mask"].bool()
         hidden = [step.hidden_states[l][keep] for l in self.layers]
         if isinstance(self.reference, ReferenceStates):
-            reference = self.reference.lookup(step.batch)
+            reference = self.reference.lookup(step.batch, step.host_batch)
         else:
             states = self.reference.hidden_states(step.batch)
             reference = [states[l][keep] for l in self.layers]
         penalty = response_mse(hidden, reference)
-        return bt + self.params.lam * penalty, {**logs, "anchor_mse": penalty.item()}
+        return bt + self.params.lam * penalty, {**logs, "anchor_mse": penalty.detach()}
 
     def finish(self, student):
         del self.reference  # a frozen copy is as large as the student; precomputed states can be larger

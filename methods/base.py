@@ -20,7 +20,8 @@ Hooks, all optional except ``loss`` (``Naive`` implements it; most methods subcl
   ``"gold"`` (the same pairs' gold labels: the ceiling).
 - ``needs_hidden_states``: ask the training loop for every layer's hidden states in ``Step``.
 - ``setup(student)``: once, with the freshly loaded pretrained student, before the first step.
-- ``loss(step)``: the training loss of one batch, and numbers to log.
+- ``loss(step)``: the training loss of one batch, and numbers to log (floats, or detached 0-d
+  tensors: the loop reads those on the host only at the end, so logging never waits for a GPU).
 - ``finish(student)``: once, after the last step (e.g. interpolate weights, free references).
 - ``fit(student, examples, cfg, train)``: the whole training; override only to change its shape
   (several phases, as LP-FT does). ``train(student, examples, cfg)`` runs the shared loop.
@@ -62,6 +63,8 @@ class Step:
     model: nn.Module | None = None     # the student being trained
     index: int = 0                     # 0-based step number within this training
     total: int = 1                     # steps in this training
+    host_batch: dict[str, torch.Tensor] | None = None  # ``batch`` before its copy to the device: read
+                                                       # sizes here without waiting for the device
 
     @property
     def progress(self) -> float:

@@ -58,4 +58,4 @@ class Confidence(Naive):
             hard = hardened_predictions(torch.sigmoid(d), step.target.mean())
         target = (1.0 - weight) * step.target + weight * hard
         loss = F.binary_cross_entropy_with_logits(d, target)
-        return loss, {"conf_loss": loss.item(), "alpha_t": weight, "hard_positive_rate": hard.mean().item()}
+        return loss, {"conf_loss": loss.detach(), "alpha_t": weight, "hard_positive_rate": hard.mean().detach()}

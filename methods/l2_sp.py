@@ -35,7 +35,7 @@ class L2SP(Naive):
         drift = torch.stack([((p - self.start[name]) ** 2).sum() for name, p in self.backbone.items()]).sum()
         head = torch.stack([(p ** 2).sum() for p in self.head]).sum()
         total = bt + 0.5 * self.params.alpha * drift + 0.5 * self.params.beta * head
-        return total, {**logs, "sq_drift": drift.item(), "head_sq_norm": head.item()}
+        return total, {**logs, "sq_drift": drift.detach(), "head_sq_norm": head.detach()}
 
     def finish(self, student):
         del self.backbone, self.start, self.head

@@ -14,4 +14,4 @@ class Naive(Method):
 
     def loss(self, step: Step):
         loss = soft_bt_loss(step.r_a, step.r_b, step.target)
-        return loss, {"bt": loss.item()}
+        return loss, {"bt": loss.detach()}

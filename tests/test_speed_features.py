@@ -79,6 +79,9 @@ def test_precomputed_reference_gives_the_frozen_copys_penalty(strong_spec, examp
     rows = [5, 33, 17, 2, 39, 21, 11, 30]
     batch = collate([examples[i].a for i in rows] + [examples[i].b for i in rows], model.config.pad_token_id)
     batch["example_index"] = torch.tensor(rows + rows)
+    device = next(model.parameters()).device  # training moved the student to the GPU where there is one
+    batch = {k: v.to(device) for k, v in batch.items()}
+    copy.to(device)
     with torch.no_grad():
         hidden = model(**model_inputs(batch), output_hidden_states=True).hidden_states
         frozen = copy(**model_inputs(batch), output_hidden_states=True).hidden_states

@@ -21,4 +21,4 @@ class Smoothed(Naive):
     def loss(self, step: Step):
         target = (1 - self.params.eps) * step.target + self.params.eps / 2
         loss = soft_bt_loss(step.r_a, step.r_b, target)
-        return loss, {"bt_smoothed": loss.item()}
+        return loss, {"bt_smoothed": loss.detach()}
