@@ -19,6 +19,7 @@ import datetime
 import functools
 import hashlib
 import warnings
+from array import array
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,14 +41,44 @@ DEFAULT_TEMPLATE_KWARGS = {"date_string": "26 Jul 2024"}
 SENTINEL = "SHIFTBENCH_RESPONSE_SENTINEL"
 
 
-@dataclass(slots=True)
 class Encoded:
-    """One (prompt, response) sequence: ``response_mask`` is 1 exactly on the response's own tokens."""
+    """One (prompt, response) sequence: ``response_mask`` is 1 exactly on the response's own tokens.
 
-    input_ids: list[int]
-    token_type_ids: list[int]
-    response_mask: list[int]
-    truncated: bool
+    Held as compact arrays (4 bytes per token id, 1 per flag) because a run holds every training and
+    test sequence at once, and a Python list costs about 40 bytes per id (docs/performance.md §5).
+    The fields read back as lists; ``len(encoded)`` is the sequence's length."""
+
+    __slots__ = ("_ids", "_types", "_mask", "truncated")
+
+    def __init__(self, input_ids, token_type_ids, response_mask, truncated: bool):
+        self._ids = array("i", input_ids)
+        self._types = array("b", token_type_ids)
+        self._mask = array("b", response_mask)
+        if not len(self._ids) == len(self._types) == len(self._mask):
+            raise ValueError("Encoded: input_ids, token_type_ids and response_mask differ in length")
+        self.truncated = bool(truncated)
+
+    input_ids = property(lambda self: self._ids.tolist(), doc="token ids, as a list")
+    token_type_ids = property(lambda self: self._types.tolist(), doc="segment ids (0 for decoders)")
+    response_mask = property(lambda self: self._mask.tolist(), doc="1 on the response's own tokens")
+
+    def arrays(self) -> tuple[array, array, array]:
+        """The stored (ids, token types, response mask) arrays, without copies; do not modify them."""
+        return self._ids, self._types, self._mask
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Encoded):
+            return NotImplemented
+        return (self._ids, self._types, self._mask, self.truncated) == (other._ids, other._types, other._mask, other.truncated)
+
+    __hash__ = None  # mutable, like the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return (f"Encoded(input_ids={self.input_ids}, token_type_ids={self.token_type_ids}, "
+                f"response_mask={self.response_mask}, truncated={self.truncated})")
 
 
 def prompt_text(prompt: tuple[Message, ...]) -> str:

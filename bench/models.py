@@ -242,17 +242,21 @@ def model_provenance(spec: ModelSpec) -> dict[str, Any]:
 # --- batches ----------------------------------------------------------------------------------------
 def collate(sequences: list[Encoded], pad_id: int) -> dict[str, torch.Tensor]:
     """Right-pad to the longest sequence; padding is masked out of attention and of the response mask."""
-    width = max(len(s.input_ids) for s in sequences)
-
-    def pad(rows: list[list[int]], value: int) -> torch.Tensor:
-        return torch.tensor([row + [value] * (width - len(row)) for row in rows], dtype=torch.long)
-
-    return {
-        "input_ids": pad([s.input_ids for s in sequences], pad_id),
-        "attention_mask": pad([[1] * len(s.input_ids) for s in sequences], 0),
-        "token_type_ids": pad([s.token_type_ids for s in sequences], 0),
-        "response_mask": pad([s.response_mask for s in sequences], 0),
-    }
+    width = max(len(s) for s in sequences)
+    out = {"input_ids": torch.full((len(sequences), width), pad_id, dtype=torch.long),
+           "attention_mask": torch.zeros((len(sequences), width), dtype=torch.long),
+           "token_type_ids": torch.zeros((len(sequences), width), dtype=torch.long),
+           "response_mask": torch.zeros((len(sequences), width), dtype=torch.long)}
+    for row, sequence in enumerate(sequences):
+        n = len(sequence)
+        if n == 0:
+            continue
+        ids, types, mask = (torch.frombuffer(a, dtype=d) for a, d in zip(sequence.arrays(), (torch.int32, torch.int8, torch.int8)))
+        out["input_ids"][row, :n] = ids
+        out["attention_mask"][row, :n] = 1
+        out["token_type_ids"][row, :n] = types
+        out["response_mask"][row, :n] = mask
+    return out
 
 
 def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -273,7 +277,7 @@ def score(model: nn.Module, sequences: list[Encoded], batch_size: int, desc: str
     model.eval()
     pad_id = model.config.pad_token_id
     device = next(model.parameters()).device  # where training left it (a GPU under accelerate)
-    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i].input_ids))
+    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     rewards = [0.0] * len(sequences)
     for start in tqdm(range(0, len(order), batch_size), desc=desc, unit="batch", leave=False):
         index = order[start:start + batch_size]

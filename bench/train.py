@@ -76,7 +76,7 @@ def epoch_batches(lengths: list[int], batch_size: int, generator: torch.Generato
 
 def pair_lengths(examples: list[TrainExample]) -> list[int]:
     """A pair's padded width in a batch: its longer sequence."""
-    return [max(len(ex.a.input_ids), len(ex.b.input_ids)) for ex in examples]
+    return [max(len(ex.a), len(ex.b)) for ex in examples]
 
 
 def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,

@@ -4,7 +4,9 @@ Time: one epoch of the shared loop (the tiny pair's student settings, batch 16) 
 mini/recipes pairs, sizes interleaved round by round; a least-squares line t = a + b * pairs, its
 R^2, and the time per pair at each size. Memory: for each dataset size, a fresh process encodes
 that many hh-rlhf pairs (the 2,348 real ones, cycled) as the pipeline does, then runs 4 training
-steps; it prints the resident memory with the data held and the peak while training.
+steps; it prints the resident memory with the data held and the peak while training. The same is
+measured with each pair's token ids held as Python lists (``lists``: the representation before
+``bench.formatting.Encoded`` stored compact arrays) for the ratio.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_scaling.py [--sizes 32 64 128 256] [--memory-sizes 500 2000 8000 32000]
 """
@@ -40,7 +42,7 @@ def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
     return a, b, r2
 
 
-def memory_of(n: int, threads: int) -> None:
+def memory_of(n: int, threads: int, as_lists: bool = False) -> None:
     """In a fresh process: encode n pairs, train 4 steps, print memory."""
     import dataclasses
     import itertools
@@ -54,7 +56,10 @@ def memory_of(n: int, threads: int) -> None:
     fmt = formatter(tiny_strong(), 256)
     base = rss_mb()
     pairs = list(itertools.islice(itertools.cycle(hh_pairs()), n))
-    examples = gold_examples(pairs, fmt)  # fresh token lists for every pair, as the pipeline holds them
+    examples = gold_examples(pairs, fmt)  # fresh encodings for every pair, as the pipeline holds them
+    if as_lists:  # what the pipeline held before: three Python lists of ints per sequence
+        examples = examples[:32] + [[(s.input_ids, s.token_type_ids, s.response_mask) for s in (ex.a, ex.b)]
+                                    for ex in examples[32:]]
     held = rss_mb()
     model = load_reward_model(tiny_strong(), seed=0)
     cfg = dataclasses.replace(MODEL_PAIRS.get("tiny").student_train, batch_size=8)
@@ -69,9 +74,10 @@ def main() -> None:
     p.add_argument("--memory-sizes", type=int, nargs="+", default=[500, 2000, 8000, 32000])
     p.add_argument("--memory-only", action="store_true", help="skip the timing part")
     p.add_argument("--memory-of", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--as-lists", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.memory_of:
-        memory_of(args.memory_of, args.threads)
+        memory_of(args.memory_of, args.threads, args.as_lists)
         return
     setup(args.threads)
     if not args.memory_only:
@@ -93,17 +99,23 @@ def time_against_pairs(args) -> None:
 
 def memory_against_size(args) -> None:
     print("## memory: encode N hh-rlhf pairs (max length 256), then 4 training steps; each N in a fresh process")
-    rows = []
-    for n in args.memory_sizes:
-        out = subprocess.run([sys.executable, __file__, "--memory-of", str(n), "--threads", str(args.threads)],
-                             capture_output=True, text=True, check=True).stdout
-        _, base, held, peak = out.split("MEMORY ")[1].split()
-        rows.append((n, float(base), float(held), float(peak)))
-        print(f"N={n}: {float(held) - float(base):.0f} MB for the encoded pairs; peak while training {float(peak):.0f} MB")
-    a, b, r2 = fit_line([n for n, *_ in rows], [held - base for _, base, held, _ in rows])
-    print(f"encoded pairs held = {a:.0f} MB + {1024 * b:.1f} KB x pairs (R^2 {r2:.3f})")
-    a, b, r2 = fit_line([n for n, *_ in rows], [peak for *_, peak in rows])
-    print(f"peak memory = {a:.0f} MB + {1024 * b:.1f} KB x pairs (R^2 {r2:.3f})")
+    slopes = {}
+    for variant in ("arrays", "lists"):
+        rows = []
+        for n in args.memory_sizes:
+            flags = ["--as-lists"] if variant == "lists" else []
+            out = subprocess.run([sys.executable, __file__, "--memory-of", str(n), "--threads", str(args.threads), *flags],
+                                 capture_output=True, text=True, check=True).stdout
+            _, base, held, peak = out.split("MEMORY ")[1].split()
+            rows.append((n, float(base), float(held), float(peak)))
+            print(f"{variant}, N={n}: {float(held) - float(base):.0f} MB for the encoded pairs; "
+                  f"peak while training {float(peak):.0f} MB")
+        a, b, r2 = fit_line([n for n, *_ in rows], [held - base for _, base, held, _ in rows])
+        slopes[variant] = b
+        print(f"{variant}: encoded pairs held = {a:.0f} MB + {1024 * b:.2f} KB x pairs (R^2 {r2:.3f})")
+        a, b, r2 = fit_line([n for n, *_ in rows], [peak for *_, peak in rows])
+        print(f"{variant}: peak memory = {a:.0f} MB + {1024 * b:.2f} KB x pairs (R^2 {r2:.3f})")
+    print(f"memory per pair held, lists / arrays: {slopes['lists'] / slopes['arrays']:.1f}x")
 
 
 if __name__ == "__main__":
