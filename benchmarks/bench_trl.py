@@ -80,7 +80,8 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
     with tempfile.TemporaryDirectory() as out:
         args = RewardConfig(output_dir=out, per_device_train_batch_size=batch_size, num_train_epochs=1,
                             learning_rate=LR, warmup_steps=WARMUP, lr_scheduler_type="linear", weight_decay=0.0,
-                            max_grad_norm=1.0, optim="adamw_torch", bf16=False, fp16=False, use_cpu=not torch.cuda.is_available(),
+                            max_grad_norm=1.0, optim="adamw_torch", bf16=False, fp16=False,
+                            use_cpu=not torch.cuda.is_available(),
                             gradient_checkpointing=False, max_length=None, disable_dropout=True, seed=seed,
                             save_strategy="no", logging_steps=10**6, report_to=[], disable_tqdm=True,
                             remove_unused_columns=False, dataloader_num_workers=0,

@@ -20,7 +20,6 @@ import os
 import time
 from typing import Literal
 
-import numpy as np
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,67 +53,76 @@ def cache_limit_bytes() -> float:
     return float(os.environ.get("SHIFTBENCH_ANCHOR_CACHE_GB", "4")) * 2**30
 
 
-def sequences_digest(examples: list) -> str:
-    """sha256 of every training sequence's token ids and response mask, in example order."""
+def training_sequences(examples: list) -> list:
+    """Sequence i is example i's a, sequence n + i its b: the order the states are kept in."""
+    return [ex.a for ex in examples] + [ex.b for ex in examples]
+
+
+def response_tokens(sequence) -> int:
+    return sum(sequence.arrays()[2])
+
+
+def sequences_digest(sequences: list) -> str:
+    """sha256 of the sequences' token ids, segment ids and response masks, in order."""
     digest = hashlib.sha256()
-    for ex in examples:
-        for seq in (ex.a, ex.b):
-            for values in (seq.input_ids, seq.token_type_ids, seq.response_mask):
-                digest.update(np.asarray(values, dtype=np.int64).tobytes())
-                digest.update(b"|")
+    for sequence in sequences:
+        for values in sequence.arrays():
+            digest.update(values.tobytes())
+            digest.update(b"|")
     return digest.hexdigest()
-
-
-def compute_states(model, examples: list, layers: tuple[int, ...], batch_size: int) -> list[torch.Tensor]:
-    """One inference pass of the pretrained model over every training sequence, in length-sorted
-    batches: per anchored layer, the states of all response tokens, sequence after sequence."""
-    sequences = [ex.a for ex in examples] + [ex.b for ex in examples]
-    counts = [int(sum(s.response_mask)) for s in sequences]
-    offsets = np.cumsum([0] + counts[:-1])
-    dtype = model.get_input_embeddings().weight.dtype
-    states = [torch.empty(sum(counts), model.config.hidden_size, dtype=dtype) for _ in layers]
-    device = next(model.parameters()).device
-    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i].input_ids))  # little padding
-    adapters_off = model.disable_adapter() if is_lora_model(model) else contextlib.nullcontext()
-    with torch.no_grad(), adapters_off:
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
-            batch = collate([sequences[i] for i in rows], model.config.pad_token_id)
-            batch = {k: v.to(device) for k, v in batch.items()}
-            hidden = model(**model_inputs(batch), output_hidden_states=True).hidden_states
-            keep = batch["response_mask"].bool()
-            for layer_states, layer in zip(states, layers):
-                for row, i in enumerate(rows):
-                    layer_states[offsets[i]:offsets[i] + counts[i]] = hidden[layer][row, keep[row]].cpu()
-    return states
 
 
 class ReferenceStates:
     """The pretrained model's states at the anchored layers on the response tokens of every training
-    sequence (a of example i is sequence i, its b is sequence n + i), kept on the CPU in the model's dtype."""
+    sequence (``training_sequences`` order), kept on the CPU in the model's dtype: the rows of
+    sequence i are ``offsets[i]`` to ``offsets[i] + counts[i]``."""
 
-    def __init__(self, examples: list, states: list[torch.Tensor]):
-        sequences = [ex.a for ex in examples] + [ex.b for ex in examples]
+    def __init__(self, examples: list):
+        self.sequences = training_sequences(examples)
         self.n = len(examples)
-        self.lengths = torch.tensor([len(s.input_ids) for s in sequences])
-        self.counts = torch.tensor([int(sum(s.response_mask)) for s in sequences])
+        self.lengths = torch.tensor([len(s) for s in self.sequences])
+        self.counts = torch.tensor([response_tokens(s) for s in self.sequences])
         self.offsets = self.counts.cumsum(0) - self.counts
-        if any(s.shape[0] != int(self.counts.sum()) for s in states):
-            raise RuntimeError("anchor: the reference states do not hold one row per response token of these examples")
-        self.states = states
+        self.states: list[torch.Tensor] = []
 
     @classmethod
     def build(cls, model, examples: list, layers: tuple[int, ...], batch_size: int, shared=None
               ) -> tuple["ReferenceStates", bool]:
         """The states, and whether they came from ``shared`` (a bench.cache.SharedWork: runs on the same
         student and sequences, e.g. every point of a lam sweep, compute them once)."""
+        reference = cls(examples)
         if shared is None:
-            return cls(examples, compute_states(model, examples, layers, batch_size)), False
-        inputs = {"layers": list(layers), "batch_size": batch_size, "sequences": sequences_digest(examples),
+            reference.states = reference.compute(model, layers, batch_size)
+            return reference, False
+        inputs = {"layers": list(layers), "batch_size": batch_size, "sequences": sequences_digest(reference.sequences),
                   "dtype": str(model.get_input_embeddings().weight.dtype), "lora": is_lora_model(model)}
         tensors, reused = shared.tensors("anchor-reference", inputs, lambda: {
-            f"layer{layer}": states for layer, states in zip(layers, compute_states(model, examples, layers, batch_size))})
-        return cls(examples, [tensors[f"layer{layer}"] for layer in layers]), reused
+            f"layer{layer}": states for layer, states in zip(layers, reference.compute(model, layers, batch_size))})
+        reference.states = [tensors[f"layer{layer}"] for layer in layers]
+        if any(states.shape[0] != int(reference.counts.sum()) for states in reference.states):
+            raise RuntimeError("anchor: cached reference states do not hold one row per response token of these examples")
+        return reference, reused
+
+    def compute(self, model, layers: tuple[int, ...], batch_size: int) -> list[torch.Tensor]:
+        """One inference pass of the pretrained model over every training sequence, in length-sorted
+        batches (little padding): per anchored layer, the states of all response tokens."""
+        dtype = model.get_input_embeddings().weight.dtype
+        states = [torch.empty(int(self.counts.sum()), model.config.hidden_size, dtype=dtype) for _ in layers]
+        device = next(model.parameters()).device
+        order = self.lengths.argsort(stable=True).tolist()
+        adapters_off = model.disable_adapter() if is_lora_model(model) else contextlib.nullcontext()
+        with torch.no_grad(), adapters_off:
+            for start in range(0, len(order), batch_size):
+                rows = order[start:start + batch_size]
+                batch = collate([self.sequences[i] for i in rows], model.config.pad_token_id)
+                batch = {k: v.to(device) for k, v in batch.items()}
+                hidden = model(**model_inputs(batch), output_hidden_states=True).hidden_states
+                keep = batch["response_mask"].bool()
+                for layer_states, layer in zip(states, layers):
+                    for row, i in enumerate(rows):
+                        start_row = int(self.offsets[i])
+                        layer_states[start_row:start_row + int(self.counts[i])] = hidden[layer][row, keep[row]].cpu()
+        return states
 
     @property
     def nbytes(self) -> int:
@@ -139,7 +147,7 @@ class ReferenceStates:
 
 
 def estimated_bytes(model, examples: list, layers: tuple[int, ...]) -> int:
-    tokens = sum(sum(ex.a.response_mask) + sum(ex.b.response_mask) for ex in examples)
+    tokens = sum(response_tokens(s) for s in training_sequences(examples))
     return tokens * model.config.hidden_size * len(layers) * model.get_input_embeddings().weight.element_size()
 
 
