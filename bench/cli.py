@@ -2,16 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
 from pathlib import Path
-
-
-def default_cache_dir() -> Path:
-    if os.environ.get("SHIFTBENCH_CACHE"):
-        return Path(os.environ["SHIFTBENCH_CACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "shiftbench"
 
 
 def parse_param(text: str) -> tuple[str, str]:
@@ -91,6 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
     report.add_argument("--by", choices=["category", "source"], help="one row per method and category (or source)")
 
+    compare = sub.add_parser("compare", help="method A against method B, paired: Δ NTS, AOG and WRG with intervals "
+                                             "and p-values, from the per-pair scores")
+    compare.add_argument("a", help="a method's name, or its folder name with params (anchor_lam=0.1_layers=last)")
+    compare.add_argument("b", help="the method to compare against (e.g. naive)")
+    compare.add_argument("--out", type=Path, default=Path("results"),
+                         help="a results folder, or a submissions folder (default: ./results)")
+    compare.add_argument("--by", choices=["category", "source"], help="also per category (or source)")
+
     verify = sub.add_parser("verify", help="recompute every cell's accuracies and metrics from its per-pair scores")
     verify.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
 
@@ -145,8 +146,14 @@ def chosen_method(args: argparse.Namespace) -> str:
 
 
 def run_settings(args: argparse.Namespace):
+    """The run's settings from the command line, built once. The options that need resolving (names
+    to specs, defaults that depend on the protocol) are resolved here; every other option is copied by
+    its name, so a new one needs only its field in RunSettings and its argument in the parser."""
+    import dataclasses
+
     from bench.errors import BenchError
     from bench.protocols import PROTOCOLS, model_pair_from_cli
+    from bench.settings import RunSettings, default_cache_dir
 
     method = chosen_method(args)
     for flag, value in (("--cap-train", args.cap_train), ("--cap-test", args.cap_test)):
@@ -155,29 +162,29 @@ def run_settings(args: argparse.Namespace):
     if args.data_dir is not None and not args.data_dir.is_dir():
         raise BenchError(f"--data-dir {args.data_dir}: no such folder; its layout is in bench/datasets/loading.py")
     protocol = PROTOCOLS.get(args.protocol).capped(args.cap_train, args.cap_test)
-    models = model_pair_from_cli(args.models)
-    sources = resolve_sources(protocol, args.source)
-    seeds = args.seeds or list(protocol.seeds[:1])
     if not args.seeds and len(protocol.seeds) > 1:
-        print(f"[bench] seed {seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
+        print(f"[bench] seed {protocol.seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
               f"pass --seeds {' '.join(map(str, protocol.seeds))} for all of them", file=sys.stderr)
-    return method, protocol, models, sources, seeds
+    resolved = {"protocol": protocol, "models": model_pair_from_cli(args.models), "method": method,
+                "params": dict(args.param), "sources": tuple(resolve_sources(protocol, args.source)),
+                "seeds": tuple(args.seeds or ()), "cache_dir": args.cache_dir or default_cache_dir(),
+                "command": shlex.join(["bench", *sys.argv[1:]])}
+    copied = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunSettings) if f.name not in resolved}
+    return RunSettings(**resolved, **copied)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.pipeline import run
-    from bench.report import cell_table
+    from bench.report import cell_table, params_text
 
-    method_name, protocol, models, sources, seeds = run_settings(args)
-    results = run(protocol, models, method_name, dict(args.param), sources, seeds, args.out,
-                  args.cache_dir or default_cache_dir(), force=args.force,
-                  command=shlex.join(["bench", *sys.argv[1:]]), data_dir=args.data_dir, scorer=args.scorer)
-    method = results[0]["method"]
-    params = ", ".join(f"{k}={v}" for k, v in method["params"].items()) or "no params"
-    print(f"\n{method['name']} ({params}) on {protocol.name} v{protocol.version} with {models.name}; "
+    settings = run_settings(args)
+    results = run(settings)
+    method = results[0].method
+    print(f"\n{method.name} ({params_text(method.params) or 'no params'}) on {settings.protocol.name} "
+          f"v{settings.protocol.version} with {settings.models.name}; "
           f"accuracy in points, teacher = weak model, student = strong model trained by the method")
     print(cell_table(results))
-    print(f"\nresults: {args.out}/{protocol.name}/{models.name}/")
+    print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
     return 0
 
 
@@ -192,19 +199,18 @@ def typed(value: str) -> int | float | str:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from bench.executors import make_executor
     from bench.report import method_table
     from bench.sweep import run_sweep
 
-    method_name, protocol, models, sources, seeds = run_settings(args)
+    settings = run_settings(args)
     options = ({"folder": args.slurm_folder, "options": {k: typed(v) for k, v in args.slurm}}
                if args.executor == "slurm" else {})
-    results = run_sweep(protocol, models, method_name, dict(args.param), args.grid, sources, seeds, args.out,
-                        args.cache_dir or default_cache_dir(), force=args.force,
-                        command=shlex.join(["bench", *sys.argv[1:]]), data_dir=args.data_dir, executor=args.executor,
-                        jobs=args.jobs, method_file=args.method_file, executor_options=options, scorer=args.scorer)
-    print(f"\n{method_name} sweep on {protocol.name} v{protocol.version} with {models.name}: one row per grid point")
+    results = run_sweep(settings, args.grid, make_executor(args.executor, jobs=args.jobs, **options))
+    print(f"\n{settings.method} sweep on {settings.protocol.name} v{settings.protocol.version} with "
+          f"{settings.models.name}: one row per grid point")
     print(method_table(results).to_string(index=False))
-    print(f"\nresults: {args.out}/{protocol.name}/{models.name}/")
+    print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
     return 0
 
 
@@ -269,19 +275,42 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from bench.compare import cells_under, decision_table
     from bench.report import method_table
     from bench.results import find_cells
+    from bench.stats import Board
 
     table = method_table(find_cells(args.out), by=args.by)
     if table.empty:
         print(f"no finished results under {args.out}", file=sys.stderr)
         return 1
     print(table.to_string(index=False))
+    for (protocol, models), cells in cells_under(args.out).items():
+        try:
+            board = Board(cells)
+        except ValueError as error:   # methods run on different seeds or sources: no paired comparison
+            print(f"\n{protocol}/{models}: no intervals ({error})")
+            continue
+        print(f"\n{protocol}/{models}: 95% intervals over {len(board.seeds)} seeds and the test pairs; Δ vs naive is "
+              "paired, decided when its t-interval over the seeds excludes 0 (docs/statistics.md)")
+        print(decision_table(board).to_string(index=False, float_format=lambda v: f"{v:+.2f}"))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from bench.compare import board_for, comparison_table
+    from bench.stats import BOOTSTRAP_SEED
+
+    board, (a, b) = board_for(args.out, [args.a, args.b])
+    print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds, "
+          f"{board.resamples.n} bootstrap replicates, seed {BOOTSTRAP_SEED}); a difference is decided when its "
+          "t-interval over the seeds excludes 0 (docs/statistics.md)")
+    print(comparison_table(board, a, b, args.by).to_string(index=False))
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from bench.results import RESULT_FILE, SCORES_FILE, load_cell, recompute
+    from bench.results import RESULT_FILE, SCORES_FILE, recompute_folder
 
     # a scores file without its result.json is a cell cut off mid-write: report it too
     folders = sorted({p.parent for name in (RESULT_FILE, SCORES_FILE) for p in Path(args.out).rglob(name)})
@@ -290,11 +319,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return 1
     bad = 0
     for folder in folders:
-        if load_cell(folder) is None:
-            problems = ["incomplete: result.json missing, unreadable or of another schema, or its scores file "
-                        "missing or changed; a rerun recomputes this cell"]
-        else:
-            problems = recompute(folder)
+        problems = recompute_folder(folder)
         bad += bool(problems)
         print(f"{'FAIL' if problems else 'ok  '} {folder}" + "".join(f"\n     {p}" for p in problems))
     print(f"{len(folders) - bad} of {len(folders)} cells recompute exactly from their per-pair scores")
@@ -365,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "sweep": cmd_sweep, "list": cmd_list, "card": cmd_card, "report": cmd_report, "verify": cmd_verify,
+        return {"run": cmd_run, "sweep": cmd_sweep, "list": cmd_list, "card": cmd_card, "report": cmd_report, "compare": cmd_compare,
+                "verify": cmd_verify,
                 "submit": cmd_submit, "validate": cmd_validate, "leaderboard": cmd_leaderboard}[args.command](args)
     except CellsFailedError as error:  # the run went on past these cells: exit 1, not the bad-input 2
         print(f"bench: {error}", file=sys.stderr)

@@ -21,11 +21,16 @@ class TrainingDivergedError(BenchError, RuntimeError):
     """The loss became NaN or infinite; the message says which settings to change."""
 
 
+class NonFiniteScoresError(TrainingDivergedError):
+    """A model gave a NaN or infinite score: its weights are broken even if the loss stayed finite
+    (e.g. a method's ``finish()`` wrote NaN into them). The message names the model, eval set and fix."""
+
+
 class CellsFailedError(BenchError):
     """Some cells of a run failed on their own (their training diverged) while the others finished and
     were written. ``failures``: one line per failed cell; ``finished``: the other cells' results."""
 
-    def __init__(self, failures: list[str], finished: list[dict], out: object) -> None:
+    def __init__(self, failures: list[str], finished: list, out: object) -> None:
         self.failures, self.finished = failures, finished
         total = len(failures) + len(finished)
         super().__init__(

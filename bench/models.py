@@ -1,4 +1,4 @@
-"""Reward models: a transformers backbone with a scalar head; batches; the frozen reference.
+"""Reward models: a transformers backbone with a scalar head; batches; scoring.
 
 ``AutoModelForSequenceClassification(num_labels=1)`` is the reward model for both families:
 encoders read the first token ([CLS]); decoders the last token whose id is not the pad id, and
@@ -6,11 +6,11 @@ the pad id is one the tokenizer can never produce (``bench.formatting.dedicated_
 right padding that is always the sequence's last real token. Dropout is switched off everywhere,
 in training as well as scoring (as TRL's RewardTrainer does by default): scores are then a pure
 function of the weights, and ANCHOR's penalty is exactly zero before the first step.
-The token layout (what a model reads) lives in ``bench.formatting``.
+The token layout (what a model reads) lives in ``bench.formatting``; the pretrained reference a
+penalty compares the student with (ANCHOR's), in ``bench.reference``.
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import hashlib
@@ -204,30 +204,6 @@ def is_lora_model(model: nn.Module) -> bool:
     except ImportError:
         return False
     return isinstance(model, PeftModel)
-
-
-class FrozenReference:
-    """The pretrained model's hidden states on a batch, without gradients, for penalties like ANCHOR's.
-
-    For a LoRA model it is the same model with its adapters switched off (the backbone is frozen
-    under LoRA, so that is exactly the pretrained model) and holds no second copy of the weights;
-    otherwise it holds a frozen deep copy taken when it is made, i.e. before training.
-    """
-
-    def __init__(self, model: nn.Module):
-        self.shares_weights = is_lora_model(model)
-        self.model = model if self.shares_weights else frozen_copy(model)
-
-    @torch.no_grad()
-    def hidden_states(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, ...]:
-        switch = self.model.disable_adapter() if self.shares_weights else contextlib.nullcontext()
-        with switch:
-            return self.model(**model_inputs(batch), output_hidden_states=True).hidden_states
-
-
-def frozen_reference(model: nn.Module) -> FrozenReference:
-    """Make it before the first training step (see ``FrozenReference``)."""
-    return FrozenReference(model)
 
 
 def num_layers(model: nn.Module) -> int:

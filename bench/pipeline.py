@@ -26,8 +26,11 @@ from bench.metrics import accuracy, cell_metrics
 from bench.models import (formatter_for, load_reward_model, load_tokenizer, max_positions, model_provenance, score,
                           weights_revision)
 from bench.protocols import DATASETS, protocol_hash
-from bench.results import SCHEMA_VERSION, cell_dir, load_cell, params_slug, write_cell
+from bench.errors import NonFiniteScoresError
+from bench.report import params_text
+from bench.results import SCHEMA_VERSION, CellResult, cell_dir, load_cell, params_slug, write_cell
 from bench.scorers import SCORERS
+from bench.settings import RunSettings
 from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
 from bench.train import TrainExample, train_reward_model, train_student
 from methods import make_method, method_origin
@@ -39,14 +42,20 @@ TEACHER_STAGE_VERSION = "teacher/v1"
 
 @dataclass
 class RunContext:
-    protocol: ProtocolSpec
-    models: ModelPairSpec
+    """A run's settings with what is built from them once: the method, the cache, and (on first use)
+    the loaded splits, formatters, revisions and environment."""
+
+    settings: RunSettings
     method: Method
-    out: Path
     cache: Cache
-    command: str = ""
-    data_dir: Path | None = None
-    scorer: str = "hf"                    # how the student is scored (bench/scorers)
+
+    @property
+    def protocol(self) -> ProtocolSpec:
+        return self.settings.protocol
+
+    @property
+    def models(self) -> ModelPairSpec:
+        return self.settings.models
 
     @cached_property
     def protocol_hash(self) -> str:
@@ -67,8 +76,8 @@ class RunContext:
         """``split`` is "train" (the source's train pool) or "test"; the spec names the real splits."""
         spec = DATASETS.get(dataset)
         if split == "train":
-            return load_pairs(spec, spec.train_split, self.protocol.train_pool_size, self.data_dir)
-        return load_pairs(spec, spec.test_split, self.protocol.test_size, self.data_dir)
+            return load_pairs(spec, spec.train_split, self.protocol.train_pool_size, self.settings.data_dir)
+        return load_pairs(spec, spec.test_split, self.protocol.test_size, self.settings.data_dir)
 
     def pairs(self, dataset: str, split: str) -> list[Pair]:
         return self.loaded(dataset, split).pairs
@@ -102,7 +111,7 @@ class RunContext:
                             "method": self.method.name, "params": self.method.params.model_dump(),
                             "method_code": method_origin(type(self.method)).get("sha256"),
                             "source": source, "seed": seed, "schema": SCHEMA_VERSION,
-                            **({"scorer": self.scorer} if self.scorer != "hf" else {})}, length=24)
+                            **({"scorer": self.settings.scorer} if self.settings.scorer != "hf" else {})}, length=24)
 
     def __hash__(self) -> int:  # lru_cache on methods keys on self
         return id(self)
@@ -128,7 +137,7 @@ class Teacher:
 
 
 # --- the cell -------------------------------------------------------------------------------------
-def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
+def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     started = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -157,17 +166,17 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
         student = load_reward_model(ctx.models.strong, seed=sub_seed(seed, "student-init"))
         examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q)
                     for o, q in zip(teacher.ordered, targets)]
-        ctx.method.shared = SharedWork(ctx.cache, {  # what decides the pretrained student's outputs
+        shared = SharedWork(ctx.cache, {  # what decides the pretrained student's outputs
             "strong": ctx.models.strong, "strong_revision": ctx.revisions["strong"],
             "strong_formatter": strong.provenance(), "device": state().device.type})
-        student_log = train_student(student, examples, ctx.models.student_train, ctx.method,
+        student_log = train_student(student, examples, ctx.models.student_train, ctx.method, shared=shared,
                                     seed=sub_seed(seed, "student-order"), desc=f"student {source} s{seed}")
     timings["student_train"] = time.perf_counter() - t
 
     # 6. score: the student on every eval set
     t = time.perf_counter()
     if ctx.method.trains:
-        scorer = functools.partial(SCORERS.get(ctx.scorer), spec=ctx.models.strong)
+        scorer = functools.partial(SCORERS.get(ctx.settings.scorer), spec=ctx.models.strong)
         student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student", scorer)
         del student
     else:
@@ -175,6 +184,7 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
                                  [ctx.method.rule_reward(p.prompt, p.rejected) for p in pairs])
                           for name, pairs in evals.items()}
     timings["student_score"] = time.perf_counter() - t
+    check_finite(student_scores, f"student {ctx.models.strong.name}", f"{source} seed {seed}, {ctx.method.name}")
 
     # 7. metrics: accuracies, then WRG / AOG / NTS per target
     accuracies = {name: {"teacher": accuracy(*teacher.scores[name]), "student": accuracy(*student_scores[name])}
@@ -183,44 +193,56 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> dict:
     timings["total"] = time.perf_counter() - started
 
     # 8. write: per-pair scores and the cell's numbers, atomically
-    result = {
-        "schema_version": SCHEMA_VERSION,
-        "cell_key": ctx.cell_key(source, seed),
-        "protocol": {"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash},
-        "method": {"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels,
-                   "trains": ctx.method.trains, "paper": ctx.method.paper, "origin": method_origin(type(ctx.method))},
-        "models": {**to_plain(ctx.models),
-                   "weak": {**to_plain(ctx.models.weak), "revision": ctx.revisions["weak"]},
-                   "strong": {**to_plain(ctx.models.strong), "revision": ctx.revisions["strong"]}},
-        "source": source,
-        "category": ctx.protocol.category_of(source),
-        "seed": seed,
-        "derived_seeds": {stage: sub_seed(seed, stage) for stage in
-                          ("split", "order", "teacher-init", "teacher-order", "student-init", "student-order")},
-        "eval_sets": {name: {"role": role, "n_pairs": len(evals[name]),
-                             "teacher_acc": accuracies[name]["teacher"], "student_acc": accuracies[name]["student"]}
-                      for name, role in eval_sets(ctx.protocol, source).items()},
-        "metrics": metrics,
-        "datasets": {"train_pool": ctx.loaded(source, "train").provenance,
-                     **{name: ctx.loaded(name, "test").provenance for name in evals}},
-        "formatters": {w: ctx.formatter(w).provenance() for w in ("weak", "strong")},
-        "sizes": {"train_pool": len(pool), "half_a": len(half_a), "half_b": len(half_b),
-                  "half_a_prompts": len({p.prompt_key for p in half_a}),
-                  "half_b_prompts": len({p.prompt_key for p in half_b}),
-                  "student_truncated_sequences": sum(e.a.truncated + e.b.truncated for e in examples)},
-        "teacher": {"cache_key": teacher.key, "reused": teacher.reused, **teacher.info},
-        "student": {"train": student_log, "scorer": ctx.scorer},
-        "timings_s": timings,
-        "environment": ctx.environment,
-        "command": ctx.command,
-        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    }
+    result = CellResult(
+        schema_version=SCHEMA_VERSION,
+        cell_key=ctx.cell_key(source, seed),
+        protocol={"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash},
+        method={"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels,
+                "trains": ctx.method.trains, "paper": ctx.method.paper, "origin": method_origin(type(ctx.method))},
+        models={**to_plain(ctx.models),
+                "weak": {**to_plain(ctx.models.weak), "revision": ctx.revisions["weak"]},
+                "strong": {**to_plain(ctx.models.strong), "revision": ctx.revisions["strong"]}},
+        source=source,
+        category=ctx.protocol.category_of(source),
+        seed=seed,
+        derived_seeds={stage: sub_seed(seed, stage) for stage in
+                       ("split", "order", "teacher-init", "teacher-order", "student-init", "student-order")},
+        eval_sets={name: {"role": role, "n_pairs": len(evals[name]),
+                          "teacher_acc": accuracies[name]["teacher"], "student_acc": accuracies[name]["student"]}
+                   for name, role in eval_sets(ctx.protocol, source).items()},
+        metrics=metrics,
+        datasets={"train_pool": ctx.loaded(source, "train").provenance,
+                  **{name: ctx.loaded(name, "test").provenance for name in evals}},
+        formatters={w: ctx.formatter(w).provenance() for w in ("weak", "strong")},
+        sizes={"train_pool": len(pool), "half_a": len(half_a), "half_b": len(half_b),
+               "half_a_prompts": len({p.prompt_key for p in half_a}),
+               "half_b_prompts": len({p.prompt_key for p in half_b}),
+               "student_truncated_sequences": sum(e.a.truncated + e.b.truncated for e in examples)},
+        teacher={"cache_key": teacher.key, "reused": teacher.reused, **teacher.info},
+        student={"train": student_log, "scorer": ctx.settings.scorer},
+        timings_s=timings,
+        environment=ctx.environment,
+        command=ctx.settings.command,
+        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
     rows = [(name, pair.id, tc, tr, sc, sr)
             for name, pairs in evals.items()
             for pair, tc, tr, sc, sr in zip(pairs, *teacher.scores[name], *student_scores[name])]
-    folder = cell_dir(ctx.out, ctx.protocol.name, ctx.models.name, slug_of(ctx.method), seed, source)
-    on_main_process(lambda: write_cell(folder, result, rows))  # launched on several processes: one writes
-    return result
+    folder = cell_dir(ctx.settings.out, ctx.protocol.name, ctx.models.name, slug_of(ctx.method), seed, source)
+    written = on_main_process(lambda: write_cell(folder, result, rows))  # launched on several processes: one writes
+    return written or result
+
+
+def check_finite(scores: dict[str, tuple[list[float], list[float]]], model: str, cell: str) -> None:
+    """Stop a cell whose model gave a NaN or infinite score: counted as a wrong pair it would make a
+    wrong table that looks like a result."""
+    for name, (chosen, rejected) in scores.items():
+        bad = sum(not math.isfinite(v) for v in (*chosen, *rejected))
+        if bad:
+            raise NonFiniteScoresError(
+                f"{model} gave {bad} non-finite scores (NaN or infinite) on eval set {name} ({cell}): its weights are "
+                "broken although training finished. Check what the method does to the weights (its finish() or "
+                "loss), lower the learning rate, then rerun the cell; nothing was written for it")
 
 
 def slug_of(method: Method) -> str:
@@ -279,6 +301,7 @@ def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], h
     t = time.perf_counter()
     scores = score_eval_sets(model, weak, evals, ctx.models.score_batch_size, "teacher")
     timings["teacher_score"] = time.perf_counter() - t
+    check_finite({"half B (its labels)": (r_a, r_b), **scores}, f"teacher {ctx.models.weak.name}", f"{source} seed {seed}")
 
     agree = sum((q > 0.5) == o.a_is_chosen for q, o in zip(soft, ordered)) + 0.5 * sum(q == 0.5 for q in soft)
     info = {"train": train_log,
@@ -318,9 +341,7 @@ def _read_teacher(folder: Path, key: str, ordered: list[OrderedPair]) -> Teacher
 
 
 # --- a run: many cells ----------------------------------------------------------------------------
-def run(protocol: ProtocolSpec, models: ModelPairSpec, method_name: str, params: dict, sources: list[str],
-        seeds: list[int], out: Path, cache_dir: Path, force: bool = False, command: str = "",
-        data_dir: Path | None = None, scorer: str = "hf") -> list[dict]:
+def run(settings: RunSettings) -> list[CellResult]:
     import errno
 
     from tqdm.auto import tqdm
@@ -328,19 +349,21 @@ def run(protocol: ProtocolSpec, models: ModelPairSpec, method_name: str, params:
     from bench.errors import BenchError, CellsFailedError, TrainingDivergedError
     from bench.preflight import preflight
 
-    method = make_method(method_name, params, models.defaults_for(method_name))  # bad params fail here, before work
-    SCORERS.get(scorer)  # an unknown scorer fails here, before work
-    ctx = RunContext(protocol, models, method, Path(out), Cache(cache_dir), command, data_dir, scorer)
-    cells = list(dict.fromkeys((seed, source) for seed in seeds for source in sources))  # a repeated --seeds runs once
-    folders = {cell: cell_dir(ctx.out, protocol.name, models.name, slug_of(method), *cell) for cell in cells}
+    # bad params or an unknown scorer fail here, before any work
+    method = make_method(settings.method, settings.params, settings.models.defaults_for(settings.method))
+    SCORERS.get(settings.scorer)
+    ctx = RunContext(settings, method, Cache(settings.cache_dir))
+    cells = settings.cells
+    folders = {cell: cell_dir(settings.out, settings.protocol.name, settings.models.name, slug_of(method), *cell)
+               for cell in cells}
     finished = {}
     for seed, source in cells:
-        done = None if force else load_cell(folders[seed, source])
-        if done is not None and done.get("cell_key") == ctx.cell_key(source, seed):
+        done = None if settings.force else load_cell(folders[seed, source])
+        if done is not None and done.cell_key == ctx.cell_key(source, seed):
             finished[seed, source] = done
     if len(finished) < len(cells):  # a read-only or full folder fails now, not after the first training
-        preflight({"results folder (--out)": ctx.out, "teacher cache (--cache-dir)": ctx.cache.root})
-    shown = ", ".join(f"{k}={v}" for k, v in method.params.model_dump().items()) or "no params"
+        preflight({"results folder (--out)": settings.out, "teacher cache (--cache-dir)": ctx.cache.root})
+    shown = params_text(method.params.model_dump()) or "no params"
     results, failures = [], []
     for seed, source in tqdm(cells, desc=f"{method.name} cells", unit="cell"):
         if (seed, source) in finished:
@@ -357,8 +380,8 @@ def run(protocol: ProtocolSpec, models: ModelPairSpec, method_name: str, params:
                 raise
             where = f" ({error.filename})" if error.filename else ""
             raise BenchError(f"{source} seed {seed} stopped: {error.strerror}{where} while writing the results folder "
-                             f"{ctx.out} or the teacher cache {ctx.cache.root}. Free space there (or make it writable) "
-                             f"and rerun: finished cells are kept") from error
+                             f"{settings.out} or the teacher cache {ctx.cache.root}. Free space there (or make it "
+                             "writable) and rerun: finished cells are kept") from error
     if failures:
-        raise CellsFailedError(failures, results, ctx.out)
+        raise CellsFailedError(failures, results, settings.out)
     return results

@@ -5,7 +5,13 @@ per-seed means across seeds ("spread over seeds"; blank with one seed).
 """
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
 import pandas as pd
+
+if TYPE_CHECKING:
+    from bench.results import CellResult
 
 COLUMNS = ["teacher_id", "student_id", "teacher_ood", "student_ood", "wrg", "aog", "nts"]
 HEADERS = {"teacher_id": "teacher ID", "student_id": "student ID", "teacher_ood": "teacher OOD",
@@ -16,19 +22,34 @@ def short(dataset: str) -> str:
     return dataset.split("/", 1)[-1]
 
 
-def cell_rows(results: list[dict]) -> pd.DataFrame:
+def params_text(params: dict) -> str:
+    """A method's params as everywhere they are shown: ``lam=0.1, layers=last``, sorted by name."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+def fmt(value: float | None, sd: float | None = None, signed: bool = False) -> str:
+    """A number as every table shows it: one decimal, ``+`` on gains, ``±spread`` when there is one;
+    blank for a missing number, and never ``-0.0``."""
+    if value is None or math.isnan(value):
+        return ""
+    value = 0.0 if round(value, 1) == 0 else value
+    text = f"{value:+.1f}" if signed else f"{value:.1f}"
+    return text if sd is None or math.isnan(sd) else f"{text}±{sd:.1f}"
+
+
+def cell_rows(results: list[CellResult]) -> pd.DataFrame:
     """One row per (result, target): the source -> target cells of the protocol."""
     rows = []
     for r in results:
-        source = r["source"]
-        for target, metric in r["metrics"].items():
+        own = r.eval_sets[r.source]
+        for target, metric in r.metrics.items():
             rows.append({
-                "method": r["method"]["name"], "params": r["method"]["params"], "models": r["models"]["name"],
-                "protocol": r["protocol"]["name"], "category": r["category"], "seed": r["seed"],
-                "source": short(source), "target": short(target),
-                "teacher_id": r["eval_sets"][source]["teacher_acc"], "student_id": r["eval_sets"][source]["student_acc"],
-                "teacher_ood": r["eval_sets"][target]["teacher_acc"], "student_ood": r["eval_sets"][target]["student_acc"],
-                **metric,
+                "method": r.method.name, "params": r.method.params, "models": r.models["name"],
+                "protocol": r.protocol.name, "category": r.category, "seed": r.seed,
+                "source": short(r.source), "target": short(target),
+                "teacher_id": own.teacher_acc, "student_id": own.student_acc,
+                "teacher_ood": r.eval_sets[target].teacher_acc, "student_ood": r.eval_sets[target].student_acc,
+                **metric.model_dump(),
             })
     return pd.DataFrame(rows)
 
@@ -42,12 +63,7 @@ def summarise(cells: pd.DataFrame) -> pd.Series:
                                                                  "seeds": len(per_seed)})])
 
 
-def _fmt(value: float, sd: float | None = None, signed: bool = False) -> str:
-    text = f"{value:+.1f}" if signed else f"{value:.1f}"
-    return text if sd is None or pd.isna(sd) else f"{text}±{sd:.1f}"
-
-
-def cell_table(results: list[dict]) -> str:
+def cell_table(results: list[CellResult]) -> str:
     """The run's table: each source -> target cell (mean over seeds), then the overall mean."""
     cells = cell_rows(results)
     if cells.empty:
@@ -59,11 +75,11 @@ def cell_table(results: list[dict]) -> str:
     for (source, target), group in grouped:
         per_seed = group[COLUMNS]
         sd = per_seed.std(ddof=1) if len(per_seed) > 1 else None
-        body.append([source, target, *(_fmt(per_seed[c].mean(), None if sd is None else sd[c], c in ("wrg", "aog", "nts"))
+        body.append([source, target, *(fmt(per_seed[c].mean(), None if sd is None else sd[c], c in ("wrg", "aog", "nts"))
                                        for c in COLUMNS)])
     summary = summarise(cells)
     body.append([f"mean ({int(summary['cells'])} cells", f"x {int(summary['seeds'])} seeds)",
-                 *(_fmt(summary[c], summary[f"{c}_sd"], c in ("wrg", "aog", "nts")) for c in COLUMNS)])
+                 *(fmt(summary[c], summary[f"{c}_sd"], c in ("wrg", "aog", "nts")) for c in COLUMNS)])
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
     for row in [header, *body]:
         lines.append("  ".join(str(v).ljust(w) if i < 2 else str(v).rjust(w) for i, (v, w) in enumerate(zip(row, widths))))
@@ -87,20 +103,20 @@ def teacher_rows(cells: pd.DataFrame) -> pd.DataFrame:
     return teacher
 
 
-def method_table(results: list[dict], by: str | None = None) -> pd.DataFrame:
+def method_table(results: list[CellResult], by: str | None = None) -> pd.DataFrame:
     """One row per (method, params, model pair, protocol[, category or source]): means over cells and
     seeds with spreads, best mean NTS first."""
     cells = cell_rows(results)
     if cells.empty:
         return pd.DataFrame()
-    cells["params"] = cells["params"].map(lambda p: ", ".join(f"{k}={v}" for k, v in sorted(p.items())))
+    cells["params"] = cells["params"].map(params_text)
     cells = pd.concat([cells, teacher_rows(cells)], ignore_index=True)
     keys = ["protocol", "models", "method", "params", *([by] if by else [])]
     rows = []
     for values, group in cells.groupby(keys):
         summary = summarise(group)
         rows.append({**dict(zip(keys, values)),
-                     **{HEADERS[c]: _fmt(summary[c], summary[f"{c}_sd"], c in ("wrg", "aog", "nts")) for c in COLUMNS},
+                     **{HEADERS[c]: fmt(summary[c], summary[f"{c}_sd"], c in ("wrg", "aog", "nts")) for c in COLUMNS},
                      "cells": int(summary["cells"]), "seeds": int(summary["seeds"]), "_nts": summary["nts"]})
     order = [by, "_nts"] if by else ["_nts"]
     return (pd.DataFrame(rows).sort_values(order, ascending=[True, False][-len(order):])

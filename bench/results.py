@@ -1,18 +1,28 @@
 """Results in two layers: a per-cell JSON of numbers and, beside it, every pair's scores.
 
 A cell is one (method, params, model pair, protocol, seed, source): one student training, scored
-on the source's test split and on every target's. Any number in ``result.json`` can be recomputed
-from ``scores.csv.gz`` with ``recompute``. The scores file is written first and ``result.json``
-last (it records the scores file's sha256), so a cell is complete exactly when its result.json
-loads and the checksum matches.
+on the source's test split and on every target's. ``CellResult`` is the schema of ``result.json``:
+every field is declared here once, with what it holds; the pipeline writes it, and ``bench report``,
+``bench verify``, ``bench submit``, ``bench validate`` and the leaderboard read it through it.
+
+Any number in ``result.json`` can be recomputed from ``scores.csv.gz``; ``recompute`` is the one
+function that does it (``bench verify`` and ``bench validate`` both call it). A non-finite score is
+an error there, as it is in the pipeline. The scores file is written first and ``result.json`` last
+(it records the scores file's sha256), so a cell is complete exactly when its result.json loads and
+the checksum matches.
 """
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
+import zlib
 from collections import defaultdict
 from pathlib import Path
+from typing import Annotated, Any, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bench.io import atomic_write_bytes, atomic_write_json, csv_gz_bytes, read_csv_gz, sha256_file
 from bench.metrics import accuracy, cell_metrics
@@ -22,6 +32,79 @@ SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
 SCORES_FILE = "scores.csv.gz"
 SCORE_COLUMNS = ("eval_set", "pair_id", "teacher_chosen", "teacher_rejected", "student_chosen", "student_rejected")
+
+Number = Annotated[float, Field(allow_inf_nan=False)]   # a JSON number: NaN and infinities are refused
+ParamValue = str | int | float | bool | None
+
+
+class _Schema(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class ProtocolRef(_Schema):
+    name: str                          # e.g. "mini", or "w2s-shift-v1+cap-train200-test100" when capped
+    version: str                       # the protocol's version string
+    hash: str                          # bench.protocols.protocol_hash: the protocol and all its dataset specs
+
+
+class MethodRecord(_Schema):
+    name: str                          # the registered name, e.g. "anchor"
+    params: dict[str, ParamValue]      # every parameter with the value used (defaults filled in)
+    labels: Literal["teacher", "gold"]  # what the student learned from
+    trains: bool                       # False for rule-based methods (no student model)
+    paper: str                         # the method's source, from its docstring's front matter
+    origin: dict[str, Any]             # where its code came from: built-in, a package, a file; with its sha256
+
+
+class EvalSetResult(_Schema):
+    role: Literal["id", "ood"]         # the source's own test split, or a target's
+    n_pairs: int                       # pairs scored
+    teacher_acc: Number                # accuracy in points (a tie counts half)
+    student_acc: Number
+
+
+class CellMetrics(_Schema):
+    wrg: Number                        # Acc_student(S) - Acc_teacher(S), bench/metrics.py
+    aog: Number                        # Acc_student(T) - Acc_teacher(T)
+    nts: Number                        # AOG - max(0, Acc_teacher(S) - Acc_student(S))
+
+
+class ScoresFile(_Schema):
+    name: str                          # SCORES_FILE, beside result.json
+    sha256: str                        # of the file's bytes: a changed scores file makes the cell incomplete
+    columns: list[str]                 # SCORE_COLUMNS
+
+
+class CellResult(_Schema):
+    schema_version: int                # SCHEMA_VERSION; a cell of another schema is not read
+    cell_key: str                      # hash of everything that decides the numbers; a rerun skips a matching cell
+    protocol: ProtocolRef
+    method: MethodRecord
+    models: dict[str, Any]             # the ModelPairSpec as plain JSON, each model with its resolved "revision"
+    source: str                        # the dataset the student trained on (its train pool's half B)
+    category: str                      # the source's category; its siblings are the targets
+    seed: int                          # the cell's seed
+    derived_seeds: dict[str, int]      # the seed of each stage, bench.data.sub_seed(seed, stage)
+    eval_sets: dict[str, EvalSetResult]   # the source's test split (id) and each target's (ood)
+    metrics: dict[str, CellMetrics]    # per target
+    datasets: dict[str, dict[str, Any]]   # per split read: where its rows came from, read, kept, dropped by reason
+    formatters: dict[str, dict[str, Any]]  # weak and strong: tokenizer and template with sha256s, max length
+    sizes: dict[str, int]              # train pool, halves, their prompts, truncated student sequences
+    teacher: dict[str, Any]            # teacher cache key, whether reused, its training log and label stats
+    student: dict[str, Any]            # the student's training log and its scorer
+    timings_s: dict[str, float]        # seconds per stage
+    environment: dict[str, Any]        # bench.env.environment(): versions, git commit, device, threads
+    command: str                       # the command that ran the cell (paths made local by bench submit)
+    created_utc: str                   # ISO time the cell finished
+    scores_file: ScoresFile | None = None   # set by write_cell, once the scores file is on disk
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def read_result(data: dict[str, Any]) -> CellResult:
+    """A result.json's content as a CellResult; ``ValidationError`` names every bad field."""
+    return CellResult.model_validate(data)
 
 
 def params_slug(method: str, params: dict) -> str:
@@ -35,32 +118,45 @@ def cell_dir(out: Path, protocol: str, models: str, slug: str, seed: int, source
     return Path(out) / protocol / models / slug / f"seed{seed}" / source.replace("/", "__")
 
 
-def write_cell(folder: Path, result: dict, score_rows: list[tuple]) -> None:
+def write_cell(folder: Path, result: CellResult, score_rows: list[tuple]) -> CellResult:
     atomic_write_bytes(folder / SCORES_FILE, csv_gz_bytes(SCORE_COLUMNS, score_rows))
-    result = {**result, "scores_file": {"name": SCORES_FILE, "sha256": sha256_file(folder / SCORES_FILE),
-                                        "columns": list(SCORE_COLUMNS)}}
-    atomic_write_json(folder / RESULT_FILE, result)
+    result = result.model_copy(update={"scores_file": ScoresFile(
+        name=SCORES_FILE, sha256=sha256_file(folder / SCORES_FILE), columns=list(SCORE_COLUMNS))})
+    atomic_write_json(folder / RESULT_FILE, result.to_json())
+    return result
 
 
-def load_cell(folder: Path) -> dict | None:
+def load_cell(folder: Path) -> CellResult | None:
     """The cell's result if it is complete and intact, else None."""
     try:
-        result = json.loads((Path(folder) / RESULT_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    if result.get("schema_version") != SCHEMA_VERSION:
+        data = json.loads((Path(folder) / RESULT_FILE).read_text())
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            return None
+        result = read_result(data)
+    except (OSError, ValueError, ValidationError):
         return None
     scores = Path(folder) / SCORES_FILE
-    if not scores.is_file() or sha256_file(scores) != result.get("scores_file", {}).get("sha256"):
+    if result.scores_file is None or not scores.is_file() or sha256_file(scores) != result.scores_file.sha256:
         return None
     return result
 
 
-def accuracies_from_scores(rows: list[dict[str, str]]) -> dict[str, dict[str, float]]:
+# --- the one recompute ---------------------------------------------------------------------------------
+def accuracies_from_scores(rows: Iterable[dict[str, str]]) -> dict[str, dict[str, float]]:
+    """``{eval_set: {"teacher": acc, "student": acc, "n_pairs": n}}`` from per-pair score rows.
+    Raises ValueError naming the eval set, pair and column of a score that is not a finite number."""
     columns: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         for name in SCORE_COLUMNS[2:]:
-            columns[row["eval_set"]][name].append(float(row[name]))
+            try:
+                value = float(row[name])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"{row.get('eval_set')}: pair {row.get('pair_id')!r} has no number in column {name}; "
+                                 f"a scores file has the columns {', '.join(SCORE_COLUMNS)}") from None
+            if not math.isfinite(value):
+                raise ValueError(f"{row['eval_set']}: pair {row['pair_id']!r} has {name} = {row[name]}, not a finite "
+                                 "score; the model that produced it is broken (NaN or infinite weights): rerun the cell")
+            columns[row["eval_set"]][name].append(value)
     return {
         eval_set: {"teacher": accuracy(c["teacher_chosen"], c["teacher_rejected"]),
                    "student": accuracy(c["student_chosen"], c["student_rejected"]),
@@ -69,31 +165,53 @@ def accuracies_from_scores(rows: list[dict[str, str]]) -> dict[str, dict[str, fl
     }
 
 
-def recompute(folder: Path) -> list[str]:
-    """Every accuracy and metric of a cell recomputed from its per-pair scores; returns the mismatches."""
-    result = json.loads((Path(folder) / RESULT_FILE).read_text())
-    recomputed = accuracies_from_scores(read_csv_gz(Path(folder) / SCORES_FILE))
+def recompute(result: CellResult, rows: Iterable[dict[str, str]]) -> list[tuple[str, str]]:
+    """Every accuracy and metric of a cell against its per-pair score rows: ``(field, problem)`` for
+    each mismatch, empty when every number recomputes (to 1e-9)."""
+    try:
+        got = accuracies_from_scores(rows)
+    except ValueError as error:
+        return [("scores", str(error))]
     problems = []
-    for eval_set, stored in result["eval_sets"].items():
-        got = recomputed.get(eval_set)
-        if got is None:
-            problems.append(f"{eval_set}: no scores")
+    for name, stored in result.eval_sets.items():
+        if name not in got:
+            problems.append((f"eval_sets.{name}", "has no per-pair scores"))
             continue
         for who in ("teacher", "student"):
-            if not math.isclose(got[who], stored[f"{who}_acc"], abs_tol=1e-9):
-                problems.append(f"{eval_set}: {who} accuracy {stored[f'{who}_acc']} != recomputed {got[who]}")
-        if got["n_pairs"] != stored["n_pairs"]:
-            problems.append(f"{eval_set}: n_pairs {stored['n_pairs']} != {got['n_pairs']} scored")
-    metrics = cell_metrics(recomputed, result["source"])
-    for target, values in metrics.items():
-        for name, value in values.items():
-            stored = result["metrics"].get(target, {}).get(name)
-            if stored is None or not math.isclose(value, stored, abs_tol=1e-9):
-                problems.append(f"{target}: {name} {stored} != recomputed {value}")
+            value = getattr(stored, f"{who}_acc")
+            if not math.isclose(value, got[name][who], abs_tol=1e-9):
+                problems.append((f"eval_sets.{name}.{who}_acc",
+                                 f"is {value} but the per-pair scores give {got[name][who]} ({who} accuracy)"))
+        if stored.n_pairs != got[name]["n_pairs"]:
+            problems.append((f"eval_sets.{name}.n_pairs", f"is {stored.n_pairs} but {got[name]['n_pairs']} pairs are scored"))
+    for name in sorted(set(got) - set(result.eval_sets)):
+        problems.append((f"eval_sets.{name}", "has per-pair scores but is not one of the cell's eval sets"))
+    if result.source in got:
+        for target, values in cell_metrics(got, result.source).items():
+            stored_metrics = result.metrics.get(target)
+            for metric, value in values.items():
+                stored = None if stored_metrics is None else getattr(stored_metrics, metric)
+                if stored is None or not math.isclose(stored, value, abs_tol=1e-9):
+                    problems.append((f"metrics.{target}.{metric}", f"is {stored} but the per-pair scores give {value}"))
     return problems
 
 
-def find_cells(root: Path) -> list[dict]:
+def recompute_folder(folder: Path) -> list[str]:
+    """``recompute`` for a results folder's cell, as lines to print; a scores file changed since the
+    run is reported and still recomputed, so the lines say what changed."""
+    folder = Path(folder)
+    try:
+        result = read_result(json.loads((folder / RESULT_FILE).read_text()))
+        rows = read_csv_gz(folder / SCORES_FILE)
+    except (OSError, EOFError, ValueError, ValidationError, zlib.error, csv.Error):
+        return ["incomplete: result.json missing, unreadable or of another schema, or its scores file missing or "
+                "unreadable; a rerun recomputes this cell"]
+    problems = [] if result.scores_file is not None and sha256_file(folder / SCORES_FILE) == result.scores_file.sha256 \
+        else [f"{SCORES_FILE}: changed since the run (its sha256 is not the one result.json records)"]
+    return problems + [f"{field}: {problem}" for field, problem in recompute(result, rows)]
+
+
+def find_cells(root: Path) -> list[CellResult]:
     """Every complete cell result under ``root``."""
     found = []
     for path in sorted(Path(root).rglob(RESULT_FILE)):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from bench.cache import SharedWork
 from bench.distributed import on_cpu, shard
 from bench.errors import TrainingDivergedError
 from bench.models import Encoded, collate, model_inputs
@@ -43,18 +44,30 @@ def apply_freezing(model: nn.Module, cfg: TrainConfig) -> None:
         model.get_input_embeddings().weight.requires_grad_(False)
 
 
+@dataclass(frozen=True)
+class TrainingLoop:
+    """What ``Method.fit`` gets as ``train``: ``train(model, examples, cfg)`` runs the loop below once
+    with the method's loss; ``train.shared`` is the run's cache for tensors computed from the pretrained
+    student and the training sequences alone (a bench.cache.SharedWork; None outside a pipeline run)."""
+
+    method: Method
+    seed: int
+    desc: str
+    shared: SharedWork | None = None
+
+    def __call__(self, model: nn.Module, examples: list[TrainExample], cfg: TrainConfig) -> dict:
+        return train_reward_model(model, examples, cfg, self.method, self.seed, self.desc)
+
+
 def train_student(student: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
-                  seed: int, desc: str) -> dict:
-    """The method's whole training of the student (``Method.fit``), on the shared loop below."""
+                  seed: int, desc: str, shared: SharedWork | None = None) -> dict:
+    """The method's whole training of the student (``Method.fit``), on the shared loop below; ``shared``
+    goes to the method as ``train.shared``."""
     from bench.distributed import state
 
     apply_freezing(student, cfg)
     student.to(state().device)  # before fit: a method's setup (reference copies, cached states) runs there
-
-    def train(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig) -> dict:
-        return train_reward_model(model, examples, cfg, method, seed, desc)
-
-    return method.fit(student, examples, cfg, train)
+    return method.fit(student, examples, cfg, TrainingLoop(method, seed, desc, shared))
 
 
 def epoch_batches(lengths: list[int], batch_size: int, generator: torch.Generator,

@@ -2,7 +2,7 @@
 
 Three variants train the tiny pair's student (all-MiniLM-L6-v2) with the pair's student settings on
 the same mini pairs, interleaved: ``naive``; ``anchor`` as shipped (the pretrained states computed
-once before training, methods/anchor.py); and ``anchor-live``, the paper's way (a frozen copy of the
+once before training, bench/reference.py); and ``anchor-live``, the paper's way (a frozen copy of the
 student runs a second forward on every batch; forced with SHIFTBENCH_ANCHOR_CACHE_GB=0). It prints
 the per-step time ratios over naive, the one-off precompute, the whole training's ratio, and the
 peak memory of each variant measured in its own process.

@@ -22,7 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-HH_HELPFUL = Path(os.environ.get("SHIFTBENCH_HH_HELPFUL", "/work/shared/realdata/hh_rlhf_helpful/test.jsonl.gz"))
+# The real hh-rlhf helpful test rows: $SHIFTBENCH_HH_HELPFUL, else the project's shared realdata beside the checkout.
+REALDATA = Path(os.environ.get("SHIFTBENCH_REALDATA", ROOT.parent / "shared" / "realdata"))
+HH_HELPFUL = Path(os.environ.get("SHIFTBENCH_HH_HELPFUL", REALDATA / "hh_rlhf_helpful" / "test.jsonl.gz"))
 
 
 def parser(description: str) -> argparse.ArgumentParser:

@@ -2,7 +2,7 @@
 
 Tabs: the ranking (filters, search), per-method source x target heatmaps, the ID-vs-OOD picture,
 λ/layer ablations when sweeps exist, the protocol card, and a submit tab that validates an uploaded
-.zip (size-limited, unpacked with ``bench.submissions.extract_upload``, never executed). Submission
+.zip (size-limited, unpacked with ``bench.submissions.upload.extract_upload``, never executed). Submission
 text is only ever shown in Dataframe cells and Textboxes, which display it as text, never markup.
 Built on ``gr.Dataframe`` (the ``gradio_leaderboard`` component is reported broken on Gradio 6).
 """
@@ -20,17 +20,24 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from
 import gradio as gr  # noqa: E402
 
 from bench.errors import BenchError  # noqa: E402
-from bench.submissions import MAX_SUBMISSION_BYTES, extract_upload, validate_submission  # noqa: E402
+from bench.submissions.check import validate_submission  # noqa: E402
+from bench.submissions.limits import MAX_SUBMISSION_BYTES  # noqa: E402
+from bench.submissions.upload import extract_upload  # noqa: E402
 from leaderboard import core, figures  # noqa: E402
 
 INTRO = """# ShiftBench leaderboard
 Weak-to-strong reward models under preference shift. Methods are ranked by **NTS** (net transfer
 score: the gain over the weak teacher on sibling datasets, less any loss on the source), mean over
-every source → target cell and seed of the protocol; ± is the spread over seeds. Every number of a
+every source → target cell and seed of the protocol; ± is the spread over seeds. **NTS 95% CI** is a
+hierarchical bootstrap over seeds and test pairs; **rank 95%** the range of ranks over bootstrap samples;
+**Δ NTS vs naive** is paired (same seeds, teacher and test pairs), with its bootstrap interval and the
+t-interval over the per-seed differences; **decided** says whether that t-interval excludes 0 (with three
+seeds the bootstrap alone is too optimistic: docs/statistics.md). Every number of a
 validated row recomputes from its per-pair scores (`bench validate`); a row marked NOT VALIDATED failed
 that check and shows what the submission claims.
 """
-NUMBER_COLUMNS = ["NTS", "NTS ±", "AOG", "AOG ±", "WRG", "WRG ±", "ID acc", "OOD acc", "PGR ID", "PGR OOD"]
+NUMBER_COLUMNS = ["NTS", "NTS ±", "Δ NTS vs naive", "AOG", "AOG ±", "WRG", "WRG ±", "ID acc", "OOD acc", "PGR ID",
+                  "PGR OOD"]
 
 
 def theme() -> gr.themes.Base:
@@ -42,7 +49,7 @@ def for_display(table: pd.DataFrame) -> pd.DataFrame:
     """Numbers rounded for reading; blanks (not NaN) where a number does not exist."""
     table = table.copy()
     for column in [c for c in NUMBER_COLUMNS if c in table]:
-        table[column] = [None if v is None or math.isnan(v) else round(float(v), 2) for v in table[column]]
+        table[column] = [None if v is None or v == "" or math.isnan(v) else round(float(v), 2) for v in table[column]]
     return table.astype(object).where(table.notna(), None)
 
 

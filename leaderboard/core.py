@@ -24,20 +24,18 @@ from typing import Mapping
 
 import pandas as pd
 
-from bench.report import COLUMNS, TEACHER, cell_rows, short, summarise, teacher_rows
-from bench.submissions import Validation, teacher_conflicts, validate_tree
+from bench.report import COLUMNS, TEACHER, cell_rows, fmt, params_text, summarise, teacher_rows
+from bench.submissions.limits import Validation
+from bench.submissions.tree import teacher_conflicts, validate_tree
 
 CEILING = "ceiling"
 MIN_PGR_GAP = 1.0
 METRICS = {"nts": "NTS", "aog": "AOG", "wrg": "WRG"}
-RANKING_COLUMNS = ["rank", "method", "params", "status", "NTS", "NTS ±", "AOG", "AOG ±", "WRG", "WRG ±", "ID acc",
+DECISION_COLUMNS = ["NTS 95% CI", "rank 95%", "Δ NTS vs naive", "Δ 95% CI", "Δ t 95% (seeds)", "decided"]
+RANKING_COLUMNS = ["rank", "method", "params", "status", "NTS", "NTS ±", *DECISION_COLUMNS, "AOG", "AOG ±", "WRG", "WRG ±", "ID acc",
                    "OOD acc", "PGR ID", "PGR OOD", "seeds", "cells", "submitter", "model pair", "protocol", "submission",
                    "problem"]
 ALL = "all"
-
-
-def params_text(params: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
 
 
 @dataclass
@@ -47,6 +45,7 @@ class Board:
     root: Path
     validations: list[Validation]
     conflicts: list[tuple[str, set[str]]] = field(default_factory=list)
+    _decisions: dict = field(default_factory=dict, repr=False)
 
     @cached_property
     def entries(self) -> list[Validation]:
@@ -73,6 +72,26 @@ class Board:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
             columns=["submission", "method", "params", "models", "protocol", "category", "seed", "source", "target",
                      *COLUMNS, "valid", "status", "problem", "submitter"])
+
+    def decisions(self, protocol: str, models: str, category: str | None = None, source: str | None = None
+                  ) -> dict[str, dict]:
+        """Per validated submission of a protocol x model pair (by its key): the bootstrap intervals,
+        rank interval and Δ against naive (bench.compare.decision_table); empty when they cannot be
+        computed (one submission, or submissions on different seeds)."""
+        from bench.compare import decision_table
+        from bench.stats import Board as Bootstrap
+
+        key = (protocol, models, category, source)
+        if key not in self._decisions:
+            valid = [v for v in self.entries if v.ok and v.submission["protocol"]["name"] == protocol
+                     and v.submission["models"]["name"] == models]
+            slugs = {v.submission["slug"]: v.key for v in valid}
+            try:
+                table = decision_table(Bootstrap([c for v in valid for c in v.pairs]), category=category, source=source)
+                self._decisions[key] = {slugs[row.pop("method")]: row for row in table.to_dict("records")}
+            except ValueError:
+                self._decisions[key] = {}
+        return self._decisions[key]
 
     def with_entry(self, validation: Validation) -> "Board":
         """This board plus one more submission (an upload's preview)."""
@@ -137,11 +156,17 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
             if len(ceilings) else None
         ceiling = summarise(group[group["submission"] == ceiling_key]) if ceiling_key else None
         ranked, references = [], []
+        decisions = board.decisions(protocol_name, models_name, None if category in (None, ALL) else category,
+                                    None if source in (None, ALL) else source)
         for key, cells_of in group.groupby("submission", sort=False):
             first = cells_of.iloc[0]
+            decided = decisions.get(key, {})
             row = {**_row(summarise(cells_of), ceiling), "method": first["method"], "params": first["params"],
                    "status": first["status"], "problem": first["problem"], "submitter": first["submitter"],
-                   "submission": key}
+                   "submission": key, "NTS 95% CI": decided.get("NTS 95% CI", ""),
+                   "rank 95%": decided.get("rank 95%", ""), "Δ NTS vs naive": decided.get("Δ NTS vs naive", ""),
+                   "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ t 95% (seeds)": decided.get("Δ t 95% (seeds)", ""),
+                   "decided": decided.get("decided", "")}
             if key == ceiling_key:
                 references.append({**row, "rank": "ref", "status": f"reference; {row['status']}"})
             else:
@@ -217,23 +242,6 @@ def md_escape(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", html.escape(str(text), quote=False))
 
 
-def protocol_facts(name: str, protocols: Mapping | None = None) -> dict:
-    """What a protocol card shows, as plain data (from the registry, or ``protocols``)."""
-    from bench.protocols import DATASETS, PROTOCOLS, protocol_hash
-
-    spec = (protocols or {}).get(name) or PROTOCOLS.get(name)
-    datasets = []
-    for category, names in spec.categories:
-        for dataset in names:
-            d = DATASETS.get(dataset)
-            datasets.append({"category": category, "source": short(dataset), "license": d.license,
-                             "targets": ", ".join(short(t) for t in spec.targets_of(dataset)),
-                             "description": d.description})
-    return {"name": spec.name, "version": spec.version, "hash": protocol_hash(spec), "description": spec.description,
-            "train_pool_size": spec.train_pool_size, "test_size": spec.test_size, "max_length": spec.max_length,
-            "seeds": ", ".join(map(str, spec.seeds)), "datasets": datasets}
-
-
 DEFINITIONS = ("WRG = Acc_student(S) − Acc_teacher(S); AOG = Acc_student(T) − Acc_teacher(T); NTS = AOG − max(0, "
                "Acc_teacher(S) − Acc_student(S)), per source S → target T and seed, in accuracy points; methods are "
                "ranked by mean NTS. PGR ID = WRG / WRG(ceiling), PGR OOD = AOG / AOG(ceiling), blank when the "
@@ -241,24 +249,20 @@ DEFINITIONS = ("WRG = Acc_student(S) − Acc_teacher(S); AOG = Acc_student(T) �
 
 
 def protocol_card(name: str, protocols: Mapping | None = None) -> str:
-    """The protocol as markdown: datasets, sizes, seeds, hash, and what the numbers mean."""
-    f = protocol_facts(name, protocols)
-    lines = [f"### {md_escape(f['name'])} v{md_escape(f['version'])}", "", md_escape(f["description"]), "",
-             f"hash `{md_escape(f['hash'])}` · train pool {f['train_pool_size']} pairs per source (halves A for "
-             f"the teacher, B for the student) · test {f['test_size']} pairs per eval set · max length "
-             f"{f['max_length']} tokens · seeds {f['seeds']}", "",
-             "| category | source | targets (its siblings) | licence | what it is |", "|---|---|---|---|---|"]
-    lines += [f"| {md_escape(d['category'])} | {md_escape(d['source'])} | {md_escape(d['targets'])} | "
-              f"{md_escape(d['license'])} | {md_escape(d['description'])} |" for d in f["datasets"]]
-    return "\n".join([*lines, "", md_escape(DEFINITIONS)])
+    """The protocol's card (``bench card``: the one card, generated from the registry) and what the
+    board's numbers mean, as markdown."""
+    from bench.card import GENERATED_NOTE, protocol_card as card
+    from bench.protocols import PROTOCOLS
+
+    spec = (protocols or {}).get(name) or PROTOCOLS.get(name)
+    return card(spec).replace(f"{GENERATED_NOTE}\n\n", "") + "\n## What the board's numbers mean\n\n" + DEFINITIONS + "\n"
 
 
-def fmt(value: float, sd: float | None = None, signed: bool = False) -> str:
-    """``+8.0 ± 3.1``; blank for NaN."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    text = f"{value:+.1f}" if signed else f"{value:.1f}"
-    return text if sd is None or (isinstance(sd, float) and math.isnan(sd)) else f"{text} ± {sd:.1f}"
+def protocol_html(name: str, protocols: Mapping | None = None) -> str:
+    """The card as HTML for the static page; raw HTML in the markdown is shown as text, never run."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(protocol_card(name, protocols))
 
 
 def display_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -267,6 +271,11 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
                         "status": table["status"]})
     for name in METRICS.values():
         out[name] = [fmt(v, sd, signed=True) for v, sd in zip(table[name], table[f"{name} ±"])]
+        if name == "NTS":
+            out["NTS 95% CI"], out["rank 95%"] = table["NTS 95% CI"].fillna(""), table["rank 95%"].fillna("").astype(str)
+            out["Δ NTS vs naive"] = [fmt(v, signed=True) if isinstance(v, float) else "" for v in table["Δ NTS vs naive"]]
+            for column in ("Δ 95% CI", "Δ t 95% (seeds)", "decided"):
+                out[column] = table[column].fillna("")
     for name in ("ID acc", "OOD acc"):
         out[name] = [fmt(v) for v in table[name]]
     for name in ("PGR ID", "PGR OOD"):

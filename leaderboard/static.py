@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Mapping
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from bench.io import atomic_write_bytes
 from leaderboard import core, figures
@@ -48,6 +49,6 @@ def write_site(board: core.Board, out: Path, protocols: Mapping | None = None) -
         columns=list(table.columns), rows=[list(r) for r in table.itertuples(index=False)],
         unreadable=[(v.key, str(v.errors[0]) if v.errors else "no cells") for v in board.unreadable],
         matrices=matrices, sweeps=sweeps, definitions=core.DEFINITIONS,
-        protocols=[core.protocol_facts(n, protocols) for n in names])
+        protocols=[Markup(core.protocol_html(n, protocols)) for n in names])
     _write(out / "index.html", page.encode())
     return out / "index.html"

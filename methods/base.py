@@ -24,10 +24,11 @@ Hooks, all optional except ``loss`` (``Naive`` implements it; most methods subcl
   tensors: the loop reads those on the host only at the end, so logging never waits for a GPU).
 - ``finish(student)``: once, after the last step (e.g. interpolate weights, free references).
 - ``fit(student, examples, cfg, train)``: the whole training; override only to change its shape
-  (several phases, as LP-FT does). ``train(student, examples, cfg)`` runs the shared loop.
-- ``shared``: set by the pipeline before ``fit``: a cache for tensors that depend only on the
-  pretrained student and the training sequences (``shared.tensors(kind, inputs, compute)``), so a
-  sweep computes them once; ANCHOR keeps its pretrained states there.
+  (several phases, as LP-FT does) or to prepare from the training examples (ANCHOR's pretrained
+  states). ``train(student, examples, cfg)`` runs the shared loop; ``train.shared`` is the run's
+  cache for tensors that depend only on the pretrained student and the training sequences
+  (``shared.tensors(kind, inputs, compute)``; None outside a pipeline run), so a sweep computes
+  them once (``bench.reference`` keeps ANCHOR's pretrained states there).
 - ``rule_reward(prompt, response)``: for methods that train nothing (``trains = False``), the
   reward of one response; the pipeline then skips the student model altogether.
 """
@@ -91,9 +92,6 @@ class Method:
     needs_hidden_states: ClassVar[bool] = False
     trains: ClassVar[bool] = True
     Params: ClassVar[type[BaseModel]] = NoParams
-    # In a pipeline run, a bench.cache.SharedWork for tensors computed from the pretrained student and
-    # the training sequences alone (shared by every run on them); None outside a run.
-    shared = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -116,7 +114,8 @@ class Method:
         """Called once after the last step."""
 
     def fit(self, student: nn.Module, examples: list, cfg, train: Callable[..., dict]) -> dict:
-        """The whole training of the student; returns the training log."""
+        """The whole training of the student; returns the training log. ``train`` is a
+        bench.train.TrainingLoop: ``train(student, examples, cfg)`` runs the loop, ``train.shared`` the cache."""
         self.setup(student)
         log = train(student, examples, cfg)
         self.finish(student)

@@ -34,14 +34,15 @@ _made: dict[Path, SmallRuns] = {}
 
 def small_runs(tmp_path_factory, protocol, models) -> SmallRuns:
     from bench import pipeline
-    from bench.submissions import submit
+    from bench.settings import RunSettings
+    from bench.submissions.pack import submit
 
     base = tmp_path_factory.getbasetemp()
     if base not in _made:
         results, cache, submissions = (tmp_path_factory.mktemp(n) for n in ("sub_results", "sub_cache", "submissions"))
         for method, params in RUNS:
-            pipeline.run(protocol, models, method, params, list(protocol.datasets), list(protocol.seeds), results,
-                         cache, command=f"bench run --method {method}")
+            pipeline.run(RunSettings(protocol, models, method, params, list(protocol.datasets), list(protocol.seeds), results,
+                         cache, command=f"bench run --method {method}"))
         protocols, model_pairs = {protocol.name: protocol}, {models.name: models}
         submit([results], submissions, submitter="test suite", command="bench submit results",
                protocols=protocols, model_pairs=model_pairs)
@@ -89,7 +90,7 @@ def edit_json(path: Path, change) -> None:
 def reseal(folder: Path) -> None:
     """Update every checksum after an edit, as a careful forger would: only the recomputation is left."""
     from bench.io import sha256_file
-    from bench.submissions import SUBMISSION_FILE, cell_folder
+    from bench.submissions.limits import SUBMISSION_FILE, cell_folder
 
     meta = json.loads((folder / SUBMISSION_FILE).read_text())
     for ref in meta["cells"]:

@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from bench import pipeline
+from bench.settings import RunSettings
 from bench.errors import BenchError
 from bench.formatting import DecoderFormatter, dedicated_pad_id, formatter_for
-from bench.models import (collate, frozen_reference, load_reward_model, load_tokenizer, model_inputs,
-                          model_provenance, score)
+from bench.models import collate, load_reward_model, load_tokenizer, model_inputs, model_provenance, score
 from bench.protocols import MODEL_PAIRS, model_pair_from_cli
+from bench.reference import FrozenReference
 from bench.specs import ModelPairSpec, ModelSpec, TrainConfig, frozen_map
 from bench.train import TrainExample, train_reward_model
 from methods.naive import Naive
@@ -244,7 +245,7 @@ def test_lora_reference_is_the_same_model_with_adapters_off(specs, tokenizers, m
     n_params = sum(p.numel() for p in model.parameters())
 
     monkeypatch.setattr(copy, "deepcopy", lambda *a, **k: pytest.fail("the LoRA reference must not copy the model"))
-    reference = frozen_reference(model)
+    reference = FrozenReference(model)
     monkeypatch.undo()
     assert reference.model is model and sum(p.numel() for p in model.parameters()) == n_params
 
@@ -271,7 +272,7 @@ def test_lora_reference_is_the_same_model_with_adapters_off(specs, tokenizers, m
 
 def test_frozen_reference_without_lora_is_a_frozen_copy(specs, tokenizers):
     model = load_reward_model(specs["qwen"], seed=0)
-    reference = frozen_reference(model)
+    reference = FrozenReference(model)
     assert reference.model is not model and not any(p.requires_grad for p in reference.model.parameters())
     batch = collate(_step_batch(formatter_for(specs["qwen"], tokenizers["qwen"], 128)), model.config.pad_token_id)
     with torch.no_grad():
@@ -367,17 +368,17 @@ def test_end_to_end_with_a_decoder_pair(specs, small_protocol, tmp_path):
         student_train=TrainConfig(learning_rate=1e-3, epochs=1, batch_size=8), score_batch_size=32)
     source = small_protocol.datasets[0]
     for method in ("naive", "anchor"):
-        [result] = pipeline.run(small_protocol, models, method, {"lam": "1.0"} if method == "anchor" else {},
-                                [source], [0], tmp_path / "out", tmp_path / "cache")
-        assert result["models"]["strong"]["architecture"] == "decoder"
-        assert all(0 <= s[k] <= 100 for s in result["eval_sets"].values() for k in ("teacher_acc", "student_acc"))
-        assert result["teacher"]["reused"] == (method == "anchor")
-    assert result["student"]["train"]["last_step_logs"]["anchor_mse"] > 0
+        [result] = pipeline.run(RunSettings(small_protocol, models, method, {"lam": "1.0"} if method == "anchor" else {},
+                                [source], [0], tmp_path / "out", tmp_path / "cache"))
+        assert result.models["strong"]["architecture"] == "decoder"
+        assert all(0 <= getattr(s, k) <= 100 for s in result.eval_sets.values() for k in ("teacher_acc", "student_acc"))
+        assert result.teacher["reused"] == (method == "anchor")
+    assert result.student["train"]["last_step_logs"]["anchor_mse"] > 0
     lora = dataclasses.replace(models, name="tiny-llama-lora-test", strong=dataclasses.replace(
         specs["llama"], gradient_checkpointing=True, lora=frozen_map(r=4, alpha=8, target_modules=("q_proj", "v_proj"))))
-    [result] = pipeline.run(small_protocol, lora, "anchor", {"lam": "1.0"}, [source], [0], tmp_path / "out",
-                            tmp_path / "cache")
-    assert result["teacher"]["reused"] and result["student"]["train"]["last_step_logs"]["anchor_mse"] > 0
+    [result] = pipeline.run(RunSettings(small_protocol, lora, "anchor", {"lam": "1.0"}, [source], [0], tmp_path / "out",
+                            tmp_path / "cache"))
+    assert result.teacher["reused"] and result.student["train"]["last_step_logs"]["anchor_mse"] > 0
 
 
 def test_head_and_backbone_split_of_a_lora_student(specs):

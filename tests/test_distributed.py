@@ -26,8 +26,9 @@ LAUNCHER = """
 import pickle, sys
 from pathlib import Path
 from bench import pipeline
+from bench.settings import RunSettings
 protocol, models, method, sources, out, cache = pickle.loads(Path(sys.argv[1]).read_bytes())
-pipeline.run(protocol, models, method, {}, sources, [0], out, cache)
+pipeline.run(RunSettings(protocol, models, method, {}, sources, [0], out, cache))
 """
 SCORE_TOLERANCE = 1e-4
 
@@ -41,12 +42,13 @@ def read_cell(out: Path) -> tuple[dict, list[dict]]:
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not available")
 def test_two_processes_give_the_metrics_of_one(tmp_path, small_protocol, small_models):
     from bench import pipeline
+    from bench.settings import RunSettings
 
     models = dataclasses.replace(small_models,
                                  teacher_train=dataclasses.replace(small_models.teacher_train, batch_size=23),
                                  student_train=dataclasses.replace(small_models.student_train, batch_size=7))
     sources = list(small_protocol.datasets[:1])
-    pipeline.run(small_protocol, models, "anchor", {}, sources, [0], tmp_path / "one", tmp_path / "cache_one")
+    pipeline.run(RunSettings(small_protocol, models, "anchor", {}, sources, [0], tmp_path / "one", tmp_path / "cache_one"))
 
     (tmp_path / "launch.py").write_text(LAUNCHER)
     (tmp_path / "specs.pkl").write_bytes(pickle.dumps(

@@ -125,12 +125,13 @@ def test_markdown_and_static_page_escape_submission_text(runs, tmp_path):
     for src in re.findall(r'<img src="([^"]+)"', html):
         assert (tmp_path / "site" / src).read_text().lstrip().startswith(("<?xml", "<svg"))
     assert len(re.findall(r'<img src="figures/matrix-\d+.svg"', html)) == len(board.entries)
-    assert "ablation-0.svg" in html and "mini-test v1.0" in html
+    assert "ablation-0.svg" in html and "<code>mini-test</code> (version 1.0)" in html
 
 
 def test_protocol_card_and_empty_board(runs, tmp_path):
     card = core.protocol_card("mini")
-    assert "### mini v1.0" in card and "| harmless | pharmacy | chat, cyber |" in card and "hash `" in card
+    assert "# Protocol `mini` (version 1.0)" in card and "| harmless | `mini/pharmacy` | `mini/chat`, `mini/cyber` |" in card
+    assert "**Hash:** `" in card and "NTS = AOG" in card and "do not edit by hand" not in card
     empty = core.load_board(tmp_path / "nothing")
     assert core.ranking(empty).empty and core.markdown(empty) == "(no submissions)"
 

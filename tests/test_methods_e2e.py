@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from bench import pipeline
+from bench.settings import RunSettings
 from bench.cli import main
 from bench.metrics import accuracy
-from bench.results import RESULT_FILE, find_cells, recompute
+from bench.results import RESULT_FILE, find_cells, recompute_folder
 from methods import METHODS
 
 PLUGIN = Path(__file__).parent / "plugins" / "shiftbench-example"
@@ -24,13 +25,13 @@ def cache(tmp_path_factory):
 @pytest.mark.parametrize("name", METHODS.names())
 def test_every_builtin_method_runs_and_recomputes(name, small_protocol, small_models, tmp_path, cache):
     source = small_protocol.datasets[0]
-    [result] = pipeline.run(small_protocol, small_models, name, {}, [source], [0], tmp_path, cache)
-    assert result["method"]["name"] == name and result["method"]["origin"]["kind"] == "built-in"
-    assert result["method"]["trains"] == (name != "length")
+    [result] = pipeline.run(RunSettings(small_protocol, small_models, name, {}, [source], [0], tmp_path, cache))
+    assert result.method.name == name and result.method.origin["kind"] == "built-in"
+    assert result.method.trains == (name != "length")
     folder = next(tmp_path.rglob(RESULT_FILE)).parent
-    assert recompute(folder) == []
-    for values in result["metrics"].values():
-        assert set(values) == {"wrg", "aog", "nts"}
+    assert recompute_folder(folder) == []
+    for values in result.metrics.values():
+        assert set(values.model_dump()) == {"wrg", "aog", "nts"}
 
 
 def test_length_scores_are_response_lengths(small_protocol, small_models, tmp_path, cache):
@@ -38,11 +39,11 @@ def test_length_scores_are_response_lengths(small_protocol, small_models, tmp_pa
     from bench.protocols import DATASETS
 
     source = small_protocol.datasets[0]
-    [result] = pipeline.run(small_protocol, small_models, "length", {}, [source], [0], tmp_path, cache)
-    for name, values in result["eval_sets"].items():
+    [result] = pipeline.run(RunSettings(small_protocol, small_models, "length", {}, [source], [0], tmp_path, cache))
+    for name, values in result.eval_sets.items():
         pairs = load_pairs(DATASETS.get(name), "test", small_protocol.test_size).pairs
         by_hand = accuracy([len(p.chosen) for p in pairs], [len(p.rejected) for p in pairs])
-        assert values["student_acc"] == pytest.approx(by_hand)
+        assert values.student_acc == pytest.approx(by_hand)
 
 
 def test_sweep_writes_one_result_per_grid_point(registered_small, tmp_path, cache, capsys):
@@ -51,7 +52,7 @@ def test_sweep_writes_one_result_per_grid_point(registered_small, tmp_path, cach
             "--source", "recipes", "--out", str(tmp_path), "--cache-dir", str(cache)]
     assert main(argv) == 0
     cells = find_cells(tmp_path)
-    assert sorted(c["method"]["params"]["alpha"] for c in cells) == [0.0, 1.0]
+    assert sorted(c.method.params["alpha"] for c in cells) == [0.0, 1.0]
     assert "alpha=0.0" in capsys.readouterr().out
     # a bad value anywhere in the grid fails before any work
     assert main([*argv[:4], "alpha=0.5,2", *argv[5:-4], "--out", str(tmp_path / "bad"), "--cache-dir", str(cache)]) == 2
@@ -88,7 +89,7 @@ class DoubleBT(Naive):
     assert main(["run", "--method-file", str(path), "--protocol", protocol.name, "--models", models.name,
                  "--source", "recipes", "--out", str(out), "--cache-dir", str(cache)]) == 0
     [cell] = find_cells(out)
-    assert cell["method"]["name"] == "double-bt" and cell["method"]["origin"]["kind"] == "file"
+    assert cell.method.name == "double-bt" and cell.method.origin["kind"] == "file"
     assert "double-bt" in capsys.readouterr().out
 
 
@@ -116,9 +117,9 @@ def test_external_package_through_its_entry_point(registered_small, tmp_path, ca
                  "--models", models.name, "--out", str(out), "--cache-dir", str(cache)]) == 0
     cells = find_cells(out)
     assert len(cells) == len(protocol.datasets) * len(protocol.seeds)
-    origin = cells[0]["method"]["origin"]
+    origin = cells[0].method.origin
     assert origin["kind"] == "entry point" and origin["distribution"] == "shiftbench-example"
-    assert cells[0]["method"]["params"] == {"eps": 0.5}
+    assert cells[0].method.params == {"eps": 0.5}
     assert main(["report", "--out", str(out)]) == 0
     assert "smoothed" in capsys.readouterr().out
     results = out / protocol.name / models.name / "smoothed_eps=0.5"
@@ -135,7 +136,7 @@ def test_anchor_sweep_computes_the_pretrained_states_once(registered_small, tmp_
     protocol, models = registered_small
     assert main(["sweep", "--method", "anchor", "--grid", "lam=0.5,2", "--protocol", protocol.name, "--models", models.name,
                  "--source", "recipes", "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]) == 0
-    reference = {c["method"]["params"]["lam"]: c["student"]["train"]["anchor_reference"]
+    reference = {c.method.params["lam"]: c.student["train"]["anchor_reference"]
                  for c in find_cells(tmp_path / "out")}
     assert reference[0.5]["reused_from_cache"] is False  # the first grid point runs first and computes them
     assert reference[2.0]["reused_from_cache"] is True

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
+from bench.settings import RunSettings
 from bench import pipeline
-from bench.results import RESULT_FILE, SCORES_FILE, find_cells, recompute
+from bench.results import RESULT_FILE, SCORES_FILE, find_cells, load_cell, recompute_folder
 
 
 @pytest.fixture(scope="module")
@@ -13,8 +14,8 @@ def runs(tmp_path_factory, small_protocol, small_models):
     out = tmp_path_factory.mktemp("results")
     cache = tmp_path_factory.mktemp("cache")
     sources = list(small_protocol.datasets)
-    naive = pipeline.run(small_protocol, small_models, "naive", {}, sources, [0], out, cache, command="test")
-    anchor = pipeline.run(small_protocol, small_models, "anchor", {"lam": "0.5"}, sources[:1], [0], out, cache)
+    naive = pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, sources, [0], out, cache, command="test"))
+    anchor = pipeline.run(RunSettings(small_protocol, small_models, "anchor", {"lam": "0.5"}, sources[:1], [0], out, cache))
     return out, cache, naive, anchor
 
 
@@ -24,7 +25,7 @@ def test_results_recompute_from_per_pair_scores(runs):
     assert len(folders) == 3
     for folder in folders:
         assert (folder / SCORES_FILE).is_file()
-        assert recompute(folder) == []
+        assert recompute_folder(folder) == []
 
 
 def test_bench_verify_passes_then_catches_a_changed_number(runs, tmp_path, capsys):
@@ -48,24 +49,24 @@ def test_bench_verify_passes_then_catches_a_changed_number(runs, tmp_path, capsy
 def test_result_records_provenance(runs, small_protocol):
     _, _, naive, _ = runs
     result = naive[0]
-    assert result["protocol"]["name"] == small_protocol.name and len(result["protocol"]["hash"]) == 16
-    assert result["models"]["strong"]["revision"]["weights_sha256"]
-    assert result["environment"]["packages"]["torch"]
-    assert set(result["eval_sets"]) == set(small_protocol.datasets)
-    assert result["eval_sets"][result["source"]]["role"] == "id"
-    assert result["sizes"]["half_a"] + result["sizes"]["half_b"] == small_protocol.train_pool_size
-    assert result["command"] == "test"
-    assert set(result["derived_seeds"]) >= {"split", "order", "student-init"}
+    assert result.protocol.name == small_protocol.name and len(result.protocol.hash) == 16
+    assert result.models["strong"]["revision"]["weights_sha256"]
+    assert result.environment["packages"]["torch"]
+    assert set(result.eval_sets) == set(small_protocol.datasets)
+    assert result.eval_sets[result.source].role == "id"
+    assert result.sizes["half_a"] + result.sizes["half_b"] == small_protocol.train_pool_size
+    assert result.command == "test"
+    assert set(result.derived_seeds) >= {"split", "order", "student-init"}
 
 
 def test_teacher_is_reused_across_methods(runs):
     _, cache, naive, anchor = runs
-    assert naive[0]["teacher"]["reused"] is False
-    assert anchor[0]["teacher"]["reused"] is True
-    assert anchor[0]["teacher"]["cache_key"] == naive[0]["teacher"]["cache_key"]
-    src = anchor[0]["source"]
-    assert anchor[0]["eval_sets"][src]["teacher_acc"] == naive[0]["eval_sets"][src]["teacher_acc"]
-    assert anchor[0]["method"]["params"] == {"lam": 0.5, "layers": "last"}
+    assert naive[0].teacher["reused"] is False
+    assert anchor[0].teacher["reused"] is True
+    assert anchor[0].teacher["cache_key"] == naive[0].teacher["cache_key"]
+    src = anchor[0].source
+    assert anchor[0].eval_sets[src].teacher_acc == naive[0].eval_sets[src].teacher_acc
+    assert anchor[0].method.params == {"lam": 0.5, "layers": "last"}
 
 
 def test_tampered_score_is_caught(runs, tmp_path):
@@ -81,7 +82,7 @@ def test_tampered_score_is_caught(runs, tmp_path):
     cells[4], cells[5] = cells[5], cells[4]  # swap one student pair's scores
     rows[1] = ",".join(cells)
     (copy / SCORES_FILE).write_bytes(gzip.compress(("\n".join(rows) + "\n").encode()))
-    problems = recompute(copy)
+    problems = recompute_folder(copy)
     if float(cells[4]) != float(cells[5]):
         assert any("student accuracy" in p for p in problems)
 
@@ -89,20 +90,20 @@ def test_tampered_score_is_caught(runs, tmp_path):
 def test_rerun_skips_finished_cells(runs, small_protocol, small_models, monkeypatch):
     out, cache, naive, _ = runs
     monkeypatch.setattr(pipeline, "run_cell", lambda *a, **k: pytest.fail("a finished cell was run again"))
-    again = pipeline.run(small_protocol, small_models, "naive", {}, list(small_protocol.datasets), [0], out, cache)
-    assert [r["created_utc"] for r in again] == [r["created_utc"] for r in naive]
+    again = pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, list(small_protocol.datasets), [0], out, cache))
+    assert [r.created_utc for r in again] == [r.created_utc for r in naive]
     assert len(find_cells(out)) == 3
 
 
 def test_corrupt_cell_is_rerun(runs, small_protocol, small_models, monkeypatch):
     out, cache, naive, _ = runs
     folder = next(p.parent for p in out.rglob(RESULT_FILE) if "naive" in str(p))
-    result = json.loads((folder / RESULT_FILE).read_text())
+    result = load_cell(folder)
     (folder / SCORES_FILE).write_bytes(b"truncated")
     calls = []
     monkeypatch.setattr(pipeline, "run_cell", lambda ctx, source, seed: calls.append(source) or result)
-    pipeline.run(small_protocol, small_models, "naive", {}, [result["source"]], [0], out, cache)
-    assert calls == [result["source"]]
+    pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, [result.source], [0], out, cache))
+    assert calls == [result.source]
 
 
 def test_changed_settings_are_not_mistaken_for_finished(runs, small_protocol, small_models, monkeypatch):
@@ -113,5 +114,5 @@ def test_changed_settings_are_not_mistaken_for_finished(runs, small_protocol, sm
         small_models.student_train, learning_rate=small_models.student_train.learning_rate * 2))
     calls = []
     monkeypatch.setattr(pipeline, "run_cell", lambda ctx, source, seed: calls.append(source) or naive[0])
-    pipeline.run(small_protocol, changed, "naive", {}, [naive[0]["source"]], [0], out, cache)
-    assert calls == [naive[0]["source"]]
+    pipeline.run(RunSettings(small_protocol, changed, "naive", {}, [naive[0].source], [0], out, cache))
+    assert calls == [naive[0].source]

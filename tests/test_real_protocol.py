@@ -6,10 +6,11 @@ from pathlib import Path
 import pytest
 
 from bench import pipeline
+from bench.settings import RunSettings
 from bench.cli import main
 from bench.datasets.offline_dir import build
 from bench.protocols import PROTOCOLS, protocol_hash
-from bench.results import RESULT_FILE, recompute
+from bench.results import RESULT_FILE, recompute_folder
 
 REALDATA = Path(os.environ.get("SHIFTBENCH_REALDATA", Path(__file__).resolve().parents[2] / "shared" / "realdata"))
 
@@ -32,17 +33,17 @@ def test_capped_protocol_is_named_and_hashed_apart():
 
 def test_w2s_protocol_runs_offline_from_a_data_dir(data_dir, small_models, tmp_path):
     protocol = PROTOCOLS.get("w2s-shift-v1").capped(16, 8)
-    [result] = pipeline.run(protocol, small_models, "anchor", {}, ["w2s/hh-helpful"], [0], tmp_path,
-                            tmp_path / "cache", data_dir=data_dir)
-    assert set(result["eval_sets"]) == {"w2s/hh-helpful", "w2s/helpsteer3", "w2s/ultrafeedback"}
-    assert all(v["n_pairs"] == 8 for v in result["eval_sets"].values())
-    pool = result["datasets"]["train_pool"]
+    [result] = pipeline.run(RunSettings(protocol, small_models, "anchor", {}, ["w2s/hh-helpful"], [0], tmp_path,
+                            tmp_path / "cache", data_dir=data_dir))
+    assert set(result.eval_sets) == {"w2s/hh-helpful", "w2s/helpsteer3", "w2s/ultrafeedback"}
+    assert all(v.n_pairs == 8 for v in result.eval_sets.values())
+    pool = result.datasets["train_pool"]
     assert pool["source"] == "local" and pool["kept"] == 16 and pool["usable"] >= 16
     assert all(len(f["sha256"]) == 64 for f in pool["files"])
-    assert result["datasets"]["w2s/helpsteer3"]["dropped"]  # the generated ties were dropped and counted
+    assert result.datasets["w2s/helpsteer3"]["dropped"]  # the generated ties were dropped and counted
     # MiniLM reads 512 positions: the 1024-token protocol is cut to that, and the result says so
-    assert result["formatters"]["strong"]["max_length"] == 512
-    assert recompute(next(tmp_path.rglob(RESULT_FILE)).parent) == []
+    assert result.formatters["strong"]["max_length"] == 512
+    assert recompute_folder(next(tmp_path.rglob(RESULT_FILE)).parent) == []
 
 
 def test_real_hh_rows_are_in_the_data_dir_when_realdata_is_there(data_dir):

@@ -29,7 +29,9 @@ from bench.cache import MANIFEST, Cache
 from bench.cli import main
 from bench.data import sub_seed
 from bench.errors import BenchError, CellsFailedError
+from bench.io import sha256_file
 from bench.results import RESULT_FILE, SCORES_FILE, cell_dir, load_cell
+from bench.settings import RunSettings
 
 SEED = 0
 
@@ -47,7 +49,7 @@ def baseline(tmp_path_factory, small_protocol, small_models):
     """An uninterrupted naive run on both sources: the numbers every resumed or rebuilt run must equal.
     Its teacher cache is shared, read-only, by the tests that do not damage it."""
     out, cache = tmp_path_factory.mktemp("baseline"), tmp_path_factory.mktemp("baseline_cache")
-    results = pipeline.run(small_protocol, small_models, "naive", {}, list(small_protocol.datasets), [SEED], out, cache)
+    results = pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, list(small_protocol.datasets), [SEED], out, cache))
     return out, cache, results
 
 
@@ -153,9 +155,9 @@ def test_sigkill_during_student_training_loses_only_that_cell(killed_twice, base
     assert steps["resumed"]["first_result"] == killed["first_result"]
     assert steps["resumed"]["code"] == 0 and steps["resumed"]["verify_code"] == 0
     assert scores_bytes(out, small_protocol, small_models) == scores_bytes(baseline[0], small_protocol, small_models)
-    for result in (json.loads((cell(out, small_protocol, small_models, s) / RESULT_FILE).read_text()) for s in (first, second)):
-        expected = next(r for r in baseline[2] if r["source"] == result["source"])
-        assert result["cell_key"] == expected["cell_key"] and result["metrics"] == expected["metrics"]
+    for result in (load_cell(cell(out, small_protocol, small_models, s)) for s in (first, second)):
+        expected = next(r for r in baseline[2] if r.source == result.source)
+        assert result.cell_key == expected.cell_key and result.metrics == expected.metrics
 
 
 def test_sigkill_between_scores_and_result_json_is_redone(killed_twice, baseline, small_protocol, small_models):
@@ -217,10 +219,10 @@ def test_damaged_teacher_weights_are_rebuilt_to_the_same_numbers(baseline, tmp_p
     shutil.copytree(cache, tmp_path / "cache")
     entry = teacher_entries(tmp_path / "cache")[source]
     flip_byte(weights_file(entry))
-    [result] = pipeline.run(small_protocol, small_models, "naive", {}, [source], [SEED], tmp_path / "out", tmp_path / "cache")
+    [result] = pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, [source], [SEED], tmp_path / "out", tmp_path / "cache"))
     err = capsys.readouterr().err
     assert f"[cache] teacher/{entry.name} is invalid (checksum mismatch in model/{weights_file(entry).name})" in err
-    assert result["teacher"]["reused"] is False   # rebuilt, not read
+    assert result.teacher["reused"] is False   # rebuilt, not read
     assert (cell(tmp_path / "out", small_protocol, small_models, source) / SCORES_FILE).read_bytes() == \
         scores_bytes(base_out, small_protocol, small_models)[source]
     assert Cache(tmp_path / "cache").load("teacher", entry.name) is not None   # and the rebuilt entry is sound
@@ -240,7 +242,7 @@ def test_damaged_results_are_reported_by_verify_and_recomputed(baseline, tmp_pat
     report = capsys.readouterr().out
     assert f"FAIL {truncated}\n     incomplete" in report and f"FAIL {flipped}\n     incomplete" in report
     assert "0 of 2 cells recompute exactly" in report
-    pipeline.run(small_protocol, small_models, "naive", {}, list(small_protocol.datasets), [SEED], out, cache)
+    pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, list(small_protocol.datasets), [SEED], out, cache))
     assert "[skip]" not in capsys.readouterr().err   # both recomputed, neither trusted
     assert scores_bytes(out, small_protocol, small_models) == scores_bytes(base_out, small_protocol, small_models)
     assert main(["verify", "--out", str(out)]) == 0
@@ -299,7 +301,7 @@ def test_diverging_cell_fails_alone_and_the_run_goes_on(diverging_file, register
             f"of 2. Lower the learning rate (now {lr}) or the method's weights, or check the labels.") in err
     slug = "nan-first-cell_blowup=True"
     assert not (cell(tmp_path, protocol, models, first, slug) / RESULT_FILE).exists()
-    assert load_cell(cell(tmp_path, protocol, models, second, slug))["source"] == second
+    assert load_cell(cell(tmp_path, protocol, models, second, slug)).source == second
     # a rerun keeps the finished cell and retries the failed one (which, on these settings, fails again)
     assert main(argv) == 1
     err = capsys.readouterr().err
@@ -317,12 +319,68 @@ def test_sweep_goes_on_past_a_diverging_point(diverging_file, registered_small, 
     assert load_cell(cell(tmp_path, protocol, models, source, "nan-first-cell_blowup=False")) is not None
 
 
+NAN_HEAD = '''
+import torch
+from methods.base import head_parameter_names
+from methods.naive import Naive
+
+
+class NanHead(Naive):
+    """
+    name: nan-head
+    idea: naive, whose finish() leaves the head's weights NaN: the loss stays finite, every score is NaN
+    paper: none
+    """
+
+    def finish(self, student):
+        head = head_parameter_names(student)
+        with torch.no_grad():
+            for name, p in student.named_parameters():
+                if name in head:
+                    p.fill_(float("nan"))
+'''
+
+
+def test_a_non_finite_score_fails_its_cell_naming_model_and_eval_set(registered_small, baseline, tmp_path, capsys):
+    protocol, models = registered_small
+    method_file = tmp_path / "nan_head.py"
+    method_file.write_text(NAN_HEAD)
+    out = tmp_path / "out"
+    argv = ["run", "--method-file", str(method_file), "--protocol", protocol.name, "--models", models.name,
+            "--source", protocol.datasets[0], "--out", str(out), "--cache-dir", str(baseline[1])]
+    assert main(argv) == 1   # before: student accuracy 0.0 (NaN counted as a wrong pair), exit 0
+    err = capsys.readouterr().err
+    assert f"student {models.strong.name} gave" in err and "non-finite scores (NaN or infinite) on eval set" in err
+    assert "rerun the cell" in err and "1 of 1 cells failed and wrote no result" in err
+    assert not list(out.rglob(RESULT_FILE))
+
+
+def test_verify_reports_a_non_finite_score(baseline, tmp_path, small_protocol, small_models, capsys):
+    import gzip
+
+    out = tmp_path / "results"
+    shutil.copytree(baseline[0], out)
+    folder = cell(out, small_protocol, small_models, small_protocol.datasets[0])
+    lines = gzip.decompress((folder / SCORES_FILE).read_bytes()).decode().splitlines()
+    row = lines[1].split(",")
+    row[4] = "nan"   # one student score
+    lines[1] = ",".join(row)
+    (folder / SCORES_FILE).write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    result = json.loads((folder / RESULT_FILE).read_text())   # resealed: only the NaN is wrong
+    result["scores_file"]["sha256"] = sha256_file(folder / SCORES_FILE)
+    (folder / RESULT_FILE).write_text(json.dumps(result))
+    capsys.readouterr()
+    assert main(["verify", "--out", str(out)]) == 1   # before: verify passed it
+    report = capsys.readouterr().out
+    assert f"FAIL {folder}" in report and "student_chosen = nan, not a finite score" in report
+
+
 def test_divergence_in_run_is_collected_not_raised_mid_loop(small_protocol, small_models, baseline, tmp_path, monkeypatch):
     """run() itself: the failures come out after the loop as one CellsFailedError holding the finished cells."""
     from bench.errors import TrainingDivergedError
 
     first, second = small_protocol.datasets
-    done = next(r for r in baseline[2] if r["source"] == second)
+    done = next(r for r in baseline[2] if r.source == second)
 
     def run_cell(ctx, source, seed):
         if source == first:
@@ -331,7 +389,7 @@ def test_divergence_in_run_is_collected_not_raised_mid_loop(small_protocol, smal
 
     monkeypatch.setattr(pipeline, "run_cell", run_cell)
     with pytest.raises(CellsFailedError) as failed:
-        pipeline.run(small_protocol, small_models, "naive", {}, [first, second], [SEED], tmp_path, baseline[1])
+        pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, [first, second], [SEED], tmp_path, baseline[1]))
     assert failed.value.finished == [done]
     assert failed.value.failures == [f"{first} seed {SEED}, naive (no params): student: loss became inf at step 1 of 2. "
                                      f"Lower the learning rate"]
@@ -401,7 +459,7 @@ def test_disk_filling_mid_run_stops_with_a_clear_error(small_protocol, small_mod
 
     monkeypatch.setattr(pipeline, "run_cell", run_cell)
     with pytest.raises(BenchError) as stopped:
-        pipeline.run(small_protocol, small_models, "naive", {}, [first], [SEED], tmp_path / "out", baseline[1])
+        pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, [first], [SEED], tmp_path / "out", baseline[1]))
     assert str(stopped.value) == (
         f"{first} seed {SEED} stopped: No space left on device ({full}) while writing the results folder "
         f"{tmp_path / 'out'} or the teacher cache {baseline[1]}. Free space there (or make it writable) and rerun: "
@@ -413,12 +471,12 @@ def test_same_seed_gives_byte_identical_scores_from_scratch(baseline, tmp_path, 
     """A second run with an empty cache (the teacher is trained again too) writes the same bytes."""
     base_out, _, base_results = baseline
     source = small_protocol.datasets[0]
-    [again] = pipeline.run(small_protocol, small_models, "naive", {}, [source], [SEED], tmp_path / "out", tmp_path / "cache")
-    assert again["teacher"]["reused"] is False
+    [again] = pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, [source], [SEED], tmp_path / "out", tmp_path / "cache"))
+    assert again.teacher["reused"] is False
     assert (cell(tmp_path / "out", small_protocol, small_models, source) / SCORES_FILE).read_bytes() == \
         scores_bytes(base_out, small_protocol, small_models)[source]
-    expected = next(r for r in base_results if r["source"] == source)
-    assert again["eval_sets"] == expected["eval_sets"] and again["metrics"] == expected["metrics"]
+    expected = next(r for r in base_results if r.source == source)
+    assert again.eval_sets == expected.eval_sets and again.metrics == expected.metrics
 
 
 def test_pair_outcomes_do_not_depend_on_the_evaluation_batch_size(small_protocol, small_models):
@@ -447,13 +505,13 @@ def test_pair_outcomes_do_not_depend_on_the_evaluation_batch_size(small_protocol
 
 def test_every_result_records_the_seeds_it_used(baseline):
     out, _, _ = baseline
-    results = [json.loads(p.read_text()) for p in sorted(out.rglob(RESULT_FILE))]
+    results = [load_cell(p.parent) for p in sorted(out.rglob(RESULT_FILE))]
     assert len(results) == 2
     for path, result in zip(sorted(out.rglob(RESULT_FILE)), results):
-        assert path.parent.parent.name == f"seed{result['seed']}" and result["seed"] == SEED
+        assert path.parent.parent.name == f"seed{result.seed}" and result.seed == SEED
         stages = {"split", "order", "teacher-init", "teacher-order", "student-init", "student-order"}
-        assert set(result["derived_seeds"]) == stages
-        assert result["derived_seeds"] == {stage: sub_seed(SEED, stage) for stage in stages}
+        assert set(result.derived_seeds) == stages
+        assert result.derived_seeds == {stage: sub_seed(SEED, stage) for stage in stages}
 
 
 # --- bad input ----------------------------------------------------------------------------------------------
@@ -484,8 +542,8 @@ def test_ill_typed_seed_fails_fast(capsys):
 
 def test_repeated_seed_or_source_runs_once(small_protocol, small_models, baseline, tmp_path, monkeypatch):
     first = small_protocol.datasets[0]
-    done = next(r for r in baseline[2] if r["source"] == first)
+    done = next(r for r in baseline[2] if r.source == first)
     calls = []
     monkeypatch.setattr(pipeline, "run_cell", lambda ctx, source, seed: calls.append((source, seed)) or done)
-    pipeline.run(small_protocol, small_models, "naive", {}, [first, first], [SEED, SEED], tmp_path, baseline[1])
+    pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, [first, first], [SEED, SEED], tmp_path, baseline[1]))
     assert calls == [(first, SEED)]

@@ -1,16 +1,17 @@
 """bench report's tables from hand-made cell results: means, spreads over seeds, the teacher row."""
-import pytest
-
 from bench.report import TEACHER, method_table
+from bench.results import CellMetrics, CellResult, EvalSetResult, MethodRecord, ProtocolRef
 
 
 def cell(method, seed, source, target, teacher_id, student_id, teacher_ood, student_ood):
+    """A hand-made cell result holding only what the tables read (model_construct skips the other fields)."""
     wrg, aog = student_id - teacher_id, student_ood - teacher_ood
-    return {"method": {"name": method, "params": {}}, "models": {"name": "m"}, "protocol": {"name": "p"},
-            "category": "c", "seed": seed, "source": f"p/{source}",
-            "eval_sets": {f"p/{source}": {"teacher_acc": teacher_id, "student_acc": student_id},
-                          f"p/{target}": {"teacher_acc": teacher_ood, "student_acc": student_ood}},
-            "metrics": {f"p/{target}": {"wrg": wrg, "aog": aog, "nts": aog - max(0.0, -wrg)}}}
+    return CellResult.model_construct(
+        method=MethodRecord.model_construct(name=method, params={}), models={"name": "m"},
+        protocol=ProtocolRef.model_construct(name="p"), category="c", seed=seed, source=f"p/{source}",
+        eval_sets={f"p/{source}": EvalSetResult.model_construct(teacher_acc=teacher_id, student_acc=student_id),
+                   f"p/{target}": EvalSetResult.model_construct(teacher_acc=teacher_ood, student_acc=student_ood)},
+        metrics={f"p/{target}": CellMetrics(wrg=wrg, aog=aog, nts=aog - max(0.0, -wrg))})
 
 
 def test_methods_ranked_by_nts_with_spread_and_a_teacher_row():

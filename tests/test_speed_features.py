@@ -12,7 +12,8 @@ from bench.models import collate, frozen_copy, load_reward_model, model_inputs
 from bench.specs import TrainConfig, canonical_json
 from bench.train import TrainExample, epoch_batches, train_reward_model, train_student
 from methods import make_method
-from methods.anchor import ReferenceStates, anchor_layers, response_mse
+from bench.reference import ReferenceStates
+from methods.anchor import anchor_layers, response_mse
 from methods.naive import Naive
 
 
@@ -154,7 +155,8 @@ def test_shared_reference_states_are_the_computed_ones_and_keyed_by_the_sequence
     again, reused_again = ReferenceStates.build(model, examples[:6], (6,), batch_size=8, shared=shared)
     plain, _ = ReferenceStates.build(model, examples[:6], (6,), batch_size=8)
     assert (reused_first, reused_again) == (False, True)
-    assert torch.equal(again.states[0], plain.states[0]) and torch.equal(first.states[0], plain.states[0])
+    assert torch.equal(again.layer_states[0], plain.layer_states[0])
+    assert torch.equal(first.layer_states[0], plain.layer_states[0])
     _, other = ReferenceStates.build(model, examples[1:7], (6,), batch_size=8, shared=shared)  # other sequences
     assert other is False
     _, other_layer = ReferenceStates.build(model, examples[:6], (3, 5), batch_size=8, shared=shared)

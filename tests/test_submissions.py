@@ -7,10 +7,11 @@ import shutil
 
 import pytest
 
-from bench import submissions
 from bench.errors import BenchError
-from bench.submissions import (SUBMISSION_FILE, Validation, extract_upload, submit, teacher_conflicts,
-                               validate_submission, validate_tree)
+from bench.io import sha256_file
+from bench.results import read_result
+from bench.submissions import (SUBMISSION_FILE, Validation, cell_folder, extract_upload, limits, public_command,
+                               submit, teacher_conflicts, validate_submission, validate_tree)
 from small_runs import RUNS, edit_json, first_cell, flip_one_student_pair, reseal, small_runs, zip_folder
 
 
@@ -46,13 +47,13 @@ def test_submit_writes_one_valid_submission_per_method_and_params(runs, small_pr
     naive = next(v for v in found if v.key.endswith("/naive"))
     meta = naive.submission
     assert meta["protocol"] == {"name": "mini-test", "version": small_protocol.version,
-                                "hash": naive.cells[0]["protocol"]["hash"]}
+                                "hash": naive.cells[0].protocol.hash}
     assert meta["models"]["strong"]["revision"]["weights_sha256"]
     assert meta["submitter"] == "test suite" and meta["command"] == "bench submit results"
     assert meta["run_commands"] == ["bench run --method naive"]
     assert [(c["seed"], c["source"]) for c in meta["cells"]] == [(0, "mini/recipes"), (0, "mini/travel")]
     # the summary is the plain mean of the cells' NTS (one seed), computed here independently
-    nts = [m["nts"] for cell in naive.cells for m in cell["metrics"].values()]
+    nts = [m.nts for cell in naive.cells for m in cell.metrics.values()]
     assert meta["summary"]["nts"] == pytest.approx(sum(nts) / len(nts))
     assert meta["summary"]["nts_sd"] is None and meta["summary"]["seeds"] == 1
 
@@ -79,6 +80,53 @@ def test_submit_refuses_to_overwrite_without_force(runs, tmp_path):
 def test_submit_refuses_markup_in_the_submitter(runs, tmp_path):
     with pytest.raises(BenchError, match="--submitter"):
         submit([runs.results], tmp_path, "<b>me</b>", protocols=runs.protocols, model_pairs=runs.model_pairs)
+
+
+@pytest.mark.parametrize("command, public", [
+    ("bench run --method naive --seeds 0 --out /home/me/runs/results",
+     "bench run --method naive --seeds 0 --out results"),
+    ("bench submit /home/me/runs/results/mini/tiny/naive --out submissions --submitter 'A B'",
+     "bench submit naive --out submissions --submitter 'A B'"),
+    ("bench run --out=~/runs/results --cache-dir runs/cache --method-file ../methods/mine.py",
+     "bench run --out=results --cache-dir cache --method-file mine.py"),
+    ("bench run --data-dir 'C:\\Users\\me\\data' --param lam=0.1 --grid lam=0.1,1,10",
+     "bench run --data-dir data --param lam=0.1 --grid lam=0.1,1,10"),
+    ("bench run --method naive --out results", "bench run --method naive --out results"),
+])
+def test_public_command_replaces_local_paths_by_their_last_component(command, public):
+    assert public_command(command) == public
+    assert public_command(public) == public
+
+
+def test_submit_stores_commands_without_local_paths(runs, tmp_path):
+    results = tmp_path / "private" / "results"
+    shutil.copytree(runs.results / "mini-test" / "tiny-test" / "naive", results / "naive")
+    for result in results.rglob("result.json"):
+        edit_json(result, lambda r: r.update(command=f"bench run --method naive --out {results}"))
+    out = tmp_path / "subs"
+    [written] = submit([results], out, "me", command=f"bench submit {results / 'naive'} --out {out}",
+                       protocols=runs.protocols, model_pairs=runs.model_pairs)
+    meta = json.loads((written / SUBMISSION_FILE).read_text())
+    assert meta["command"] == "bench submit naive --out subs"
+    assert meta["run_commands"] == ["bench run --method naive --out results"]
+    for ref in meta["cells"]:
+        packed = written / cell_folder(ref["seed"], ref["source"]) / "result.json"
+        assert json.loads(packed.read_text())["command"] == "bench run --method naive --out results"
+        assert sha256_file(packed) == ref["result_sha256"]  # the packed copy's, which validation checks
+    assert not [p for p in written.rglob("*.json") if str(tmp_path) in p.read_text()]
+    assert check(runs, written).ok, errors(check(runs, written))
+
+
+def test_an_absolute_path_in_a_command_is_refused(runs, naive):
+    edit_json(naive / SUBMISSION_FILE, lambda m: m.update(command="bench submit /home/someone/results --out subs"))
+    found = errors(check(runs, naive))
+    assert "submission.json: command: holds the local path '/home/someone/results'" in found
+    assert "Fix: re-pack with bench submit" in found
+    leaky = "bench run --method naive --out /home/someone/results"
+    edit_json(first_cell(naive) / "result.json", lambda r: r.update(command=leaky))
+    reseal(naive)  # checksums updated: the path alone is refused
+    found = errors(check(runs, naive))
+    assert "cells/seed0/mini__recipes/result.json: command: holds the local path '/home/someone/results'" in found
 
 
 # --- validate: numbers ----------------------------------------------------------------------------------
@@ -221,13 +269,13 @@ def test_links_and_special_files_are_refused(runs, naive, tmp_path):
 
 
 def test_size_limits_are_checked_before_reading(runs, naive, monkeypatch):
-    monkeypatch.setattr(submissions, "MAX_SUBMISSION_BYTES", 1000)
+    monkeypatch.setattr(limits, "MAX_SUBMISSION_BYTES", 1000)
     found = check(runs, naive)
     assert found.submission is None and "more than 1000 bytes" in errors(found)
     monkeypatch.undo()
-    monkeypatch.setattr(submissions, "MAX_SCORES_BYTES", 100)  # a small gzip that inflates past the limit
+    monkeypatch.setattr(limits, "MAX_SCORES_BYTES", 100)  # a small gzip that inflates past the limit
     assert "decompresses to more than 100 bytes" in errors(check(runs, naive))
-    monkeypatch.setattr(submissions, "MAX_JSON_BYTES", 100)
+    monkeypatch.setattr(limits, "MAX_JSON_BYTES", 100)
     assert "submission.json: " in errors(check(runs, naive)) and "over the limit of 100" in errors(check(runs, naive))
 
 
@@ -245,8 +293,9 @@ def test_duplicates_and_misplaced_folders_are_refused(runs, tmp_path):
 def test_teacher_disagreement_is_flagged(runs):
     [naive] = [v for v in validate_tree(runs.submissions, runs.protocols, runs.model_pairs) if v.key.endswith("/naive")]
     other = Validation(naive.folder, submission=naive.submission, name="other")
-    other.cells = json.loads(json.dumps(naive.cells))
-    other.cells[0]["eval_sets"]["mini/recipes"]["teacher_acc"] += 5
+    first = naive.cells[0].to_json()
+    first["eval_sets"]["mini/recipes"]["teacher_acc"] += 5
+    other.cells = [read_result(first), *naive.cells[1:]]
     [(message, keys)] = teacher_conflicts([naive, other])
     assert keys == {naive.key, "other"} and "seed 0 mini/recipes -> mini/recipes: teacher accuracy" in message
     assert teacher_conflicts([naive, naive]) == []
@@ -268,7 +317,7 @@ def test_uploads_with_paths_outside_the_layout_are_refused(runs, naive, tmp_path
 
 def test_oversize_and_non_zip_uploads_are_refused(runs, naive, tmp_path, monkeypatch):
     archive = zip_folder(naive, tmp_path / "sub.zip")
-    monkeypatch.setattr(submissions, "MAX_SUBMISSION_BYTES", 1000)
+    monkeypatch.setattr(limits, "MAX_SUBMISSION_BYTES", 1000)
     with pytest.raises(BenchError, match="over the limit of 1000|more than 1000 bytes"):
         extract_upload(archive, tmp_path / "unpacked")
     monkeypatch.undo()

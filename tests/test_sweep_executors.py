@@ -37,12 +37,14 @@ class Probe(Naive):
 '''
 
 
-def scores(result: dict, out: Path) -> bytes:
-    [folder] = [p.parent for p in out.rglob("result.json") if p.read_text().count(result["cell_key"])]
+def scores(result, out: Path) -> bytes:
+    [folder] = [p.parent for p in out.rglob("result.json") if p.read_text().count(result.cell_key)]
     return gzip.decompress((folder / "scores.csv.gz").read_bytes())
 
 
 def test_processes_executor_shares_teachers_isolates_failures_and_resumes(small_protocol, small_models, tmp_path):
+    from bench.executors import make_executor
+    from bench.settings import RunSettings
     from bench.sweep import run_sweep
     from methods import load_method_file
 
@@ -51,28 +53,30 @@ def test_processes_executor_shares_teachers_isolates_failures_and_resumes(small_
     load_method_file(method_file)
     sources, out, cache = [small_protocol.datasets[0]], tmp_path / "results", tmp_path / "cache"
     with pytest.raises(CellsFailedError) as failed:
-        run_sweep(small_protocol, small_models, "probe-executor", {}, [("boom", ["0", "1", "2"])], sources, [0], out,
-                  cache, executor="processes", jobs=2, method_file=method_file)
+        run_sweep(RunSettings(small_protocol, small_models, "probe-executor", {}, sources, [0], out, cache,
+                              method_file=method_file), [("boom", ["0", "1", "2"])], make_executor("processes", jobs=2))
     [failure] = failed.value.failures
     assert "boom=2" in failure and "RuntimeError: boom" in failure
-    first, second = sorted(failed.value.finished, key=lambda r: r["method"]["params"]["boom"])
-    assert not first["teacher"]["reused"] and second["teacher"]["reused"]  # trained once, by grid point 1
+    first, second = sorted(failed.value.finished, key=lambda r: r.method.params["boom"])
+    assert not first.teacher["reused"] and second.teacher["reused"]  # trained once, by grid point 1
     assert scores(first, out) == scores(second, out)  # boom=0 and boom=1 train alike, in different workers
     assert len(list((cache / "teacher").iterdir())) == 1
 
-    again = run_sweep(small_protocol, small_models, "probe-executor", {}, [("boom", ["0", "1"])], sources, [0], out,
-                      cache, executor="local", method_file=method_file)
-    assert [r["cell_key"] for r in again] == [first["cell_key"], second["cell_key"]]  # skipped: already finished
+    again = run_sweep(RunSettings(small_protocol, small_models, "probe-executor", {}, sources, [0], out, cache,
+                                  method_file=method_file), [("boom", ["0", "1"])], make_executor("local"))
+    assert [r.cell_key for r in again] == [first.cell_key, second.cell_key]  # skipped: already finished
 
 
 def test_slurm_executor_runs_cells_as_submitit_jobs(small_protocol, small_models, tmp_path):
     pytest.importorskip("submitit")
+    from bench.executors import make_executor
+    from bench.settings import RunSettings
     from bench.sweep import run_sweep
 
     out = tmp_path / "results"
-    results = run_sweep(small_protocol, small_models, "naive", {}, [], [small_protocol.datasets[0]], [0], out,
-                        tmp_path / "cache", executor="slurm",
-                        executor_options={"folder": tmp_path / "jobs", "cluster": "local", "options": {"timeout_min": 10}})
+    results = run_sweep(RunSettings(small_protocol, small_models, "naive", {}, [small_protocol.datasets[0]], [0], out,
+                                    tmp_path / "cache"), [],
+                        make_executor("slurm", folder=tmp_path / "jobs", cluster="local", options={"timeout_min": 10}))
     assert len(results) == 1 and len(list(out.rglob("result.json"))) == 1
     assert list((tmp_path / "jobs").glob("*_result.pkl"))  # the cell really ran as a submitit job
 

@@ -37,11 +37,12 @@ to ``DIR/ultrafeedback/data/``, PKU-SafeRLHF's per-model ``data/<Model>/test.jso
 follow the order of the files, so a local copy names the same rows as the Hub only when its
 shards sort in the Hub's order.
 
-The realdata samples of this project (hh-rlhf test splits only) are laid out by links::
+The realdata samples of this project (hh-rlhf test splits only; REALDATA is the folder that holds
+them, ``../shared/realdata`` beside a checkout) are laid out by links::
 
     mkdir -p DIR/hh-helpful DIR/hh-harmless
-    ln -s /work/shared/realdata/hh_rlhf_helpful/test.jsonl.gz  DIR/hh-helpful/test.jsonl.gz
-    ln -s /work/shared/realdata/hh_rlhf_harmless/test.jsonl.gz DIR/hh-harmless/test.jsonl.gz
+    ln -s REALDATA/hh_rlhf_helpful/test.jsonl.gz  DIR/hh-helpful/test.jsonl.gz
+    ln -s REALDATA/hh_rlhf_harmless/test.jsonl.gz DIR/hh-harmless/test.jsonl.gz
 
 A split that is not there is an error that lists every path looked for, even when another split
 of the dataset is: a train pool is never taken from a test file behind the user's back.

@@ -1,0 +1,120 @@
+"""Numbers that decide: intervals, Δ against naive and rank intervals for a set of methods, and
+``bench compare A B``, all from the per-pair scores (bench/stats.py does the bootstrap).
+
+A difference is called **decided** when its t-interval over the per-seed paired differences
+excludes 0. The hierarchical bootstrap interval is shown beside it, but with few seeds it is too
+narrow (three seeds give ten distinct seed resamples; docs/statistics.md measures how much), so it
+never decides alone.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+
+from bench.errors import BenchError
+from bench.stats import Board, Cell, cell_from_scores
+
+BASELINE = "naive"
+CEILING = "ceiling"
+
+
+def interval_text(low: float, high: float) -> str:
+    """``[+1.2, +3.4]``; blank where the interval does not exist (one seed)."""
+    if math.isnan(low) or math.isnan(high):
+        return ""
+    return f"[{low:+.1f}, {high:+.1f}]"
+
+
+def cells_under(root: Path) -> dict[tuple[str, str], list[Cell]]:
+    """Every finished cell under a results or submissions folder with its per-pair correctness,
+    grouped by (protocol, model pair): only cells of one group can be compared."""
+    from bench.io import read_csv_gz
+    from bench.results import RESULT_FILE, SCORES_FILE, load_cell
+
+    groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
+    for path in sorted(Path(root).rglob(RESULT_FILE)):
+        result = load_cell(path.parent)
+        if result is not None:
+            groups[result.protocol.name, result.models["name"]].append(
+                cell_from_scores(result, read_csv_gz(path.parent / SCORES_FILE), str(path.parent)))
+    return groups
+
+
+def decision_table(board: Board, baseline: str = BASELINE, category: str | None = None,
+                   source: str | None = None) -> pd.DataFrame:
+    """One row per method (its slug): NTS with its 95% interval, the rank interval, and Δ NTS against
+    ``baseline`` with the bootstrap and the per-seed t-interval, its p-value and whether it is decided."""
+    rows = []
+    contenders = [m for m in board.methods if m != CEILING]   # the ceiling is a reference, ranked with no one
+    ranks = {r.method: r for r in board.ranks(contenders, category=category, source=source)} if contenders else {}
+    for method in board.methods:
+        nts = board.stats(method, category=category, source=source).metrics["nts"]
+        row = {"method": method, "NTS": nts.estimate, "NTS 95% CI": interval_text(nts.low, nts.high)}
+        if method in ranks:
+            rank = ranks[method]
+            row.update({"rank": rank.rank, "rank 95%": f"{rank.low}-{rank.high}" if rank.low != rank.high
+                        else str(rank.low)})
+        if baseline in board.methods and method != baseline:
+            delta = board.compare(method, baseline, category=category, source=source).deltas["nts"]
+            decided = not math.isnan(delta.t_low) and (delta.t_low > 0 or delta.t_high < 0)
+            row.update({f"Δ NTS vs {baseline}": delta.estimate, "Δ bootstrap 95%": interval_text(delta.low, delta.high),
+                        "p": delta.p_text, "Δ t 95% (seeds)": interval_text(delta.t_low, delta.t_high),
+                        "decided": ("better" if delta.estimate > 0 else "worse") if decided else "no"})
+        rows.append(row)
+    table = pd.DataFrame(rows).sort_values("NTS", ascending=False, kind="stable").reset_index(drop=True)
+    return table.astype(object).where(table.notna(), "")   # the baseline has no Δ against itself
+
+
+def comparison_table(board: Board, a: str, b: str, by: str | None = None) -> pd.DataFrame:
+    """A - B on NTS, AOG and WRG, over all cells and (``by``) per category or source."""
+    scopes: list[tuple[str | None, str | None]] = [(None, None)]
+    if by == "category":
+        scopes += [(c, None) for c in sorted({c.category for c in board._cells[0]})]
+    elif by == "source":
+        scopes += [(None, s) for s in sorted({c.source for c in board._cells[0]})]
+    rows = []
+    for category, source in scopes:
+        comparison = board.compare(a, b, category=category, source=source)
+        for metric, delta in comparison.deltas.items():
+            rows.append({"scope": comparison.scope, "metric": metric.upper(), f"{a} − {b}": f"{delta.estimate:+.2f}",
+                         "bootstrap 95%": interval_text(delta.low, delta.high), "p": delta.p_text,
+                         f"t 95% ({comparison.seeds} seeds)": interval_text(delta.t_low, delta.t_high),
+                         "per seed": " ".join(f"{d:+.1f}" for d in delta.per_seed)})
+    return pd.DataFrame(rows)
+
+
+def resolve(methods: list[str], name: str) -> str:
+    """A method as given: its slug (``anchor_lam=0.1_layers=last``) or, when only one setting of it is
+    among ``methods``, its name (``anchor``)."""
+    if name in methods:
+        return name
+    matches = [m for m in methods if m.split("_", 1)[0] == name]
+    if len(matches) == 1:
+        return matches[0]
+    raise BenchError(f"method {name!r} is {'ambiguous' if matches else 'not in these results'}: give one of "
+                     f"{', '.join(sorted(matches or methods))}")
+
+
+def board_for(root: Path, names: list[str] | None = None) -> tuple[Board, list[str]]:
+    """The bootstrap board of the one (protocol, model pair) under ``root`` that holds ``names`` (all
+    its methods without names), and the names resolved to slugs."""
+    groups = cells_under(root)
+    if names:
+        groups = {k: v for k, v in groups.items() if all(any(c.method.split("_", 1)[0] == n.split("_", 1)[0]
+                                                             for c in v) for n in names)}
+    if not groups:
+        raise BenchError(f"no finished results under {root}" + (f" holding {' and '.join(names)}" if names else ""))
+    if len(groups) > 1:
+        raise BenchError(f"{root} holds several protocol x model pairs ({', '.join('/'.join(k) for k in groups)}); "
+                         f"point at one of them, e.g. {Path(root) / '/'.join(next(iter(groups)))}")
+    cells = next(iter(groups.values()))
+    slugs = [resolve(sorted({c.method for c in cells}), n) for n in names or []]
+    if slugs:
+        cells = [c for c in cells if c.method in slugs]
+    try:
+        return Board(cells), slugs
+    except ValueError as error:
+        raise BenchError(f"cannot compare the methods under {root}: {error}") from None

@@ -1,0 +1,42 @@
+"""Leaderboard submissions: ``bench submit`` packs run results, ``bench validate`` checks them.
+
+A submission is one method x params x model pair x protocol, in a folder
+``<protocol>/<models>/<slug>/`` of a submissions root::
+
+    submission.json                          metadata, the list of cells with sha256s, the summary
+    cells/seed<N>/<source>/result.json       each cell's result, as ``bench run`` wrote it (its command public)
+    cells/seed<N>/<source>/scores.csv.gz     the per-pair scores behind it
+
+(``<source>`` is the dataset name with ``/`` written ``__``.) Validation only reads JSON and
+gzip'd CSV, with size limits checked before anything is read; it never imports or runs anything
+from a submission. Every accuracy, metric and the summary are recomputed from the per-pair scores
+and any mismatch is refused. Text that could be markup (``<`` or ``>``) or control characters is
+refused in every field, and names that could be paths are refused. Commands are recorded without
+the submitter's local paths (``commands.public_command``), and one holding an absolute path is
+refused.
+
+One job per module:
+
+- ``limits``: the rules (file names, size limits, name and text patterns) and what validation
+  reports (``Problem``, ``Validation``);
+- ``schema``: the pydantic models of submission.json, and its fields computed from the cells;
+- ``commands``: commands as a submission records them, without local paths;
+- ``check``: reading and checking one submission (``validate_submission``);
+- ``tree``: many submissions (``validate_tree``, ``find_submissions``, ``teacher_conflicts``);
+- ``pack``: ``bench submit`` (``submit``);
+- ``upload``: a .zip upload unpacked without trusting it (``extract_upload``).
+"""
+from bench.submissions.check import validate_submission
+from bench.submissions.commands import absolute_paths, public_command
+from bench.submissions.limits import (KIND, MAX_FILES, MAX_JSON_BYTES, MAX_SCORES_BYTES, MAX_SUBMISSION_BYTES,
+                                      MAX_TEXT_CHARS, SCHEMA_VERSION, SUBMISSION_FILE, Problem, Validation,
+                                      cell_folder)
+from bench.submissions.pack import submit
+from bench.submissions.schema import code_version, submission_summary
+from bench.submissions.tree import find_submissions, teacher_conflicts, validate_tree
+from bench.submissions.upload import extract_upload
+
+__all__ = ["KIND", "MAX_FILES", "MAX_JSON_BYTES", "MAX_SCORES_BYTES", "MAX_SUBMISSION_BYTES", "MAX_TEXT_CHARS",
+           "SCHEMA_VERSION", "SUBMISSION_FILE", "Problem", "Validation", "absolute_paths", "cell_folder",
+           "code_version", "extract_upload", "find_submissions", "public_command", "submission_summary", "submit",
+           "teacher_conflicts", "validate_submission", "validate_tree"]

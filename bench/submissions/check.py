@@ -1,0 +1,391 @@
+"""Reading and checking one submission folder (``validate_submission``): its inventory of files, its
+JSON and scores files, its protocol and model pair against the registries, its commands, and every
+cell's numbers recomputed from the per-pair scores. It only reads JSON and gzip'd CSV, with the size
+limits checked before anything is read; nothing of a submission is imported or run."""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import os
+import stat
+import zlib
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from pydantic import BaseModel, ValidationError
+
+from bench.io import sha256_file
+from bench.results import (RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORE_COLUMNS, SCORES_FILE, CellResult,
+                           params_slug, recompute)
+from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
+from bench.stats import cell_from_scores
+from bench.submissions import limits
+from bench.submissions.commands import absolute_paths
+from bench.submissions.limits import (CELL_FILE_RE, NAME_RE, PARAM_KEY_RE, REGENERATE, SCHEMA_VERSION, SUBMISSION_FILE,
+                                      UNSAFE_TEXT_RE, Validation, _Stop, cell_folder)
+from bench.submissions.schema import SubmissionFile, code_version, submission_summary
+
+
+# --- small helpers --------------------------------------------------------------------------------------
+def _field(loc: tuple) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _strings(obj: Any, loc: tuple = ()) -> Iterator[tuple[tuple, str]]:
+    """Every string in a JSON value, keys included, with where it is."""
+    if isinstance(obj, str):
+        yield loc, obj
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield (*loc, key), key
+            yield from _strings(value, (*loc, key))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from _strings(value, (*loc, i))
+
+
+def _check_text(v: Validation, file: str, obj: Any) -> None:
+    for loc, text in _strings(obj):
+        if UNSAFE_TEXT_RE.search(text):
+            v.error(file, _field(loc), f"text {text[:60]!r} contains '<', '>' or a control character, "
+                                       "which could be markup or script where it is shown",
+                    "remove those characters (names, commands and notes are plain text)")
+        elif len(text) > limits.MAX_TEXT_CHARS:
+            v.error(file, _field(loc), f"text of {len(text)} characters (limit {limits.MAX_TEXT_CHARS})", "shorten it")
+
+
+def _no_constants(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel]) -> BaseModel:
+    path = folder / rel
+    size = path.stat().st_size
+    if size > limits.MAX_JSON_BYTES:
+        v.error(rel, "", f"{size} bytes, over the limit of {limits.MAX_JSON_BYTES}", REGENERATE)
+        raise _Stop
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=_no_constants)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        v.error(rel, "", f"not valid JSON ({str(error)[:200]})", REGENERATE)
+        raise _Stop from None
+    if not isinstance(data, dict):
+        v.error(rel, "", "is not a JSON object", REGENERATE)
+        raise _Stop
+    _check_text(v, rel, data)
+    expected = SCHEMA_VERSION if model is SubmissionFile else RESULT_SCHEMA
+    if data.get("schema_version") != expected:
+        v.error(rel, "schema_version", f"is {data.get('schema_version')!r}; this bench reads {expected}",
+                f"{REGENERATE} with this version of shiftbench")
+        raise _Stop
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        for item in error.errors()[:20]:
+            v.error(rel, _field(item["loc"]), item["msg"], REGENERATE)
+        raise _Stop from None
+
+
+def _check_commands(v: Validation, file: str, commands: list[tuple[str, str]]) -> None:
+    """(field, command) pairs: refuse an absolute path in any (``bench submit`` stores commands without)."""
+    for fld, command in commands:
+        paths = absolute_paths(command)
+        if paths:
+            v.error(file, fld, f"holds the local path {paths[0][:100]!r}: a submission records commands without "
+                    "the submitter's folders", "re-pack with bench submit, which replaces every local path in a "
+                    "command by its last component")
+
+
+def _check_name(v: Validation, file: str, fld: str, name: Any) -> None:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:
+        v.error(file, fld, f"{name!r} is not a plain name (letters, digits and . _ + = -, no path "
+                           "separators, no '..', at most 96 characters)", "use a plain name")
+
+
+# --- reading one submission -------------------------------------------------------------------------------
+def _inventory(v: Validation) -> dict[str, int]:
+    """Every file of the submission with its size; refuses links, foreign files and oversize folders."""
+    folder, files, total = v.folder, {}, 0
+    if folder.is_symlink() or not folder.is_dir():
+        v.error(str(folder), "", "is not a folder", "point to a submission folder (it holds submission.json)")
+        raise _Stop
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        for name in [*dirs, *names]:
+            path = Path(root, name)
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                v.error(rel, "", "is a symbolic link", "replace it with the file itself")
+                continue
+            if name in dirs:
+                continue
+            if not stat.S_ISREG(path.lstat().st_mode):  # a FIFO or device would block or never end
+                v.error(rel, "", "is not a regular file", "replace it with the file itself")
+                continue
+            files[rel] = path.lstat().st_size
+            total += files[rel]
+            if total > limits.MAX_SUBMISSION_BYTES or len(files) > limits.MAX_FILES:
+                v.error(".", "", f"more than {limits.MAX_SUBMISSION_BYTES} bytes or {limits.MAX_FILES} files",
+                        "a submission holds only submission.json and its cells' result.json and scores.csv.gz")
+                raise _Stop
+        dirs[:] = [d for d in dirs if not Path(root, d).is_symlink()]
+    for rel in files:
+        if rel != SUBMISSION_FILE and not CELL_FILE_RE.fullmatch(rel):
+            v.error(rel, "", "is not part of a submission (it is never read or run)",
+                    "remove it: a submission holds only submission.json and cells/seed<N>/<source>/"
+                    "{result.json,scores.csv.gz}")
+    if SUBMISSION_FILE not in files:
+        v.error(SUBMISSION_FILE, "", "is missing", REGENERATE)
+        raise _Stop
+    return files
+
+
+def _resolve(name: str, override: Mapping | None, registry) -> Any:
+    if override and name in override:
+        return override[name]
+    return registry.get(name) if name in registry else None
+
+
+def _check_protocol(v: Validation, meta: dict, protocols: Mapping[str, ProtocolSpec] | None) -> ProtocolSpec:
+    from bench.protocols import PROTOCOLS, protocol_hash
+
+    ref = meta["protocol"]
+    protocol = _resolve(ref["name"], protocols, PROTOCOLS)
+    if protocol is None:
+        v.error(SUBMISSION_FILE, "protocol.name", f"protocol {ref['name']!r} is not registered "
+                f"(registered: {', '.join(PROTOCOLS.names())})", "submit results of a registered protocol")
+        raise _Stop
+    if ref["version"] != protocol.version:
+        v.error(SUBMISSION_FILE, "protocol.version", f"is {ref['version']!r}; {protocol.name} is at "
+                f"{protocol.version!r} here", "rerun on the current protocol and submit again")
+    if ref["hash"] != protocol_hash(protocol):
+        v.error(SUBMISSION_FILE, "protocol.hash", f"foreign protocol hash {ref['hash']!r}: {protocol.name} "
+                f"v{protocol.version} hashes to {protocol_hash(protocol)!r} here, so the results were made with "
+                "different data or settings", "rerun with this version of shiftbench and submit again")
+    return protocol
+
+
+def _plain_models(models: dict) -> dict:
+    """A recorded model pair as its spec: the run records the resolved revision (weights sha256 or
+    hub commit) where the spec has the requested one."""
+    def spec(model: Any) -> Any:
+        if isinstance(model, dict) and isinstance(model.get("revision"), dict):
+            return {**model, "revision": model["revision"].get("requested_revision")}
+        return model
+    return {k: spec(v) if k in ("weak", "strong") else v for k, v in models.items()}
+
+
+def _with_defaults(cls: type, recorded: dict) -> dict:
+    """A recorded spec with the fields it predates filled in with their defaults, so that a field added
+    to a spec later (with a default that keeps old behaviour) does not make older submissions differ."""
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    filled = dict(recorded)
+    for f in dataclasses.fields(cls):
+        if f.name not in filled:
+            if f.default is not dataclasses.MISSING:
+                filled[f.name] = to_plain(f.default)
+            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                filled[f.name] = to_plain(f.default_factory())  # type: ignore[misc]
+        elif dataclasses.is_dataclass(hints.get(f.name)) and isinstance(filled[f.name], dict):
+            filled[f.name] = _with_defaults(hints[f.name], filled[f.name])
+    return filled
+
+
+def _check_models(v: Validation, meta: dict, model_pairs: Mapping[str, ModelPairSpec] | None) -> None:
+    from bench.protocols import MODEL_PAIRS
+
+    models = meta["models"]
+    _check_name(v, SUBMISSION_FILE, "models.name", models.get("name"))
+    spec = _resolve(models.get("name"), model_pairs, MODEL_PAIRS)
+    if spec is None:
+        v.warn(SUBMISSION_FILE, "models.name", f"model pair {models.get('name')!r} is not registered here, so its "
+               "settings cannot be checked", "register the pair, or submit results of a registered one")
+        return
+    recorded, registered = _with_defaults(ModelPairSpec, _plain_models(models)), to_plain(spec)
+    differing = sorted(k for k in set(recorded) | set(registered) if recorded.get(k) != registered.get(k))
+    if differing:
+        v.error(SUBMISSION_FILE, "models", f"model pair {spec.name!r} differs from the registered one in: "
+                f"{', '.join(differing)}", "rerun with the registered model pair and submit again")
+
+
+def _read_scores(v: Validation, rel: str, path: Path, eval_sets: set[str]) -> list[dict[str, str]] | None:
+    try:
+        with gzip.open(path, "rb") as handle:
+            data = handle.read(limits.MAX_SCORES_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as error:
+        v.error(rel, "", f"is not a readable gzip file ({error})", REGENERATE)
+        return None
+    if len(data) > limits.MAX_SCORES_BYTES:
+        v.error(rel, "", f"decompresses to more than {limits.MAX_SCORES_BYTES} bytes", REGENERATE)
+        return None
+    try:
+        reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""))
+        header = next(reader, None)
+        rows = list(reader)
+    except (UnicodeDecodeError, csv.Error) as error:
+        v.error(rel, "", f"is not UTF-8 CSV ({error})", REGENERATE)
+        return None
+    if header != list(SCORE_COLUMNS):
+        v.error(rel, "header", f"is {header}, expected {list(SCORE_COLUMNS)}", REGENERATE)
+        return None
+    seen, parsed, bad = set(), [], []
+    for line, row in enumerate(rows, start=2):
+        if len(row) != len(SCORE_COLUMNS):
+            bad.append(f"line {line}: {len(row)} fields")
+            continue
+        record = dict(zip(SCORE_COLUMNS, row))
+        if record["eval_set"] not in eval_sets:
+            bad.append(f"line {line}: eval set {record['eval_set'][:60]!r} is not one of this cell's")
+        elif (record["eval_set"], record["pair_id"]) in seen:
+            bad.append(f"line {line}: pair {record['pair_id'][:60]!r} of {record['eval_set']} twice")
+        elif UNSAFE_TEXT_RE.search(record["pair_id"]):
+            bad.append(f"line {line}: pair id contains '<', '>' or a control character")
+        else:
+            try:
+                if not all(math.isfinite(float(record[c])) for c in SCORE_COLUMNS[2:]):
+                    raise ValueError
+            except ValueError:
+                bad.append(f"line {line}: scores must be finite numbers")
+                continue
+            seen.add((record["eval_set"], record["pair_id"]))
+            parsed.append(record)
+    for problem in bad[:10]:
+        v.error(rel, "", problem, REGENERATE)
+    return None if bad else parsed
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    """Summary values: equal to 1e-9, or both missing (a spread over one seed is None)."""
+    if a is None or b is None or (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
+        return (a is None or math.isnan(a)) and (b is None or math.isnan(b))
+    return math.isclose(a, b, abs_tol=1e-9)
+
+
+def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, files: dict[str, int]
+                ) -> CellResult | None:
+    base = cell_folder(ref["seed"], ref["source"])
+    rel_result, rel_scores = f"{base}/{RESULT_FILE}", f"{base}/{SCORES_FILE}"
+    missing = [r for r in (rel_result, rel_scores) if r not in files]
+    for rel in missing:
+        v.error(rel, "", "is missing", REGENERATE)
+    if missing:
+        return None
+    for rel, listed in ((rel_result, ref["result_sha256"]), (rel_scores, ref["scores_sha256"])):
+        if sha256_file(v.folder / rel) != listed:
+            v.error(rel, "", "its sha256 is not the one submission.json lists (the file was changed)", REGENERATE)
+    try:
+        result = _read_json(v, v.folder, rel_result, CellResult)
+    except _Stop:
+        return None
+    _check_commands(v, rel_result, [("command", result.command)])
+    source = ref["source"]
+    recorded = {"seed": result.seed, "source": result.source, "protocol": result.protocol.model_dump(),
+                "models": result.models, "category": result.category}
+    expected = {"seed": ref["seed"], "source": source, "protocol": meta["protocol"], "models": meta["models"],
+                "category": protocol.category_of(source)}
+    for key, value in expected.items():
+        if recorded[key] != value:
+            v.error(rel_result, key, f"is {str(recorded[key])[:120]!r}, expected {str(value)[:120]!r} "
+                    "(the submission's)", "a submission's cells all come from one run of one method; " + REGENERATE)
+    for key in ("name", "params"):
+        if getattr(result.method, key) != meta["method"][key]:
+            v.error(rel_result, f"method.{key}", f"is {getattr(result.method, key)!r}, the submission's is "
+                    f"{meta['method'][key]!r}", REGENERATE)
+    roles = {source: "id", **{t: "ood" for t in protocol.targets_of(source)}}
+    if {k: e.role for k, e in result.eval_sets.items()} != roles:
+        v.error(rel_result, "eval_sets", f"are {sorted(result.eval_sets)}, the protocol's for {source} are "
+                f"{sorted(roles)} (the source as 'id', its siblings as 'ood')", REGENERATE)
+    if set(result.metrics) != set(roles) - {source}:
+        v.error(rel_result, "metrics", f"targets {sorted(result.metrics)}, expected "
+                f"{sorted(set(roles) - {source})}", REGENERATE)
+    if result.scores_file is None or result.scores_file.sha256 != ref["scores_sha256"]:
+        v.error(rel_result, "scores_file.sha256", "does not match the scores file", REGENERATE)
+    rows = _read_scores(v, rel_scores, v.folder / rel_scores, set(result.eval_sets))
+    if rows is not None:  # the one recompute, as bench verify's
+        problems = recompute(result, rows)
+        for fld, problem in problems:
+            v.error(rel_result, fld, problem, "the numbers must be the ones the per-pair scores give; " + REGENERATE)
+        if not problems:  # what the board's intervals are computed from
+            v.pairs.append(cell_from_scores(result, rows, rel_result))
+    return result
+
+
+def _check(v: Validation, protocols, model_pairs) -> None:
+    files = _inventory(v)
+    meta = _read_json(v, v.folder, SUBMISSION_FILE, SubmissionFile).model_dump()
+    v.submission = meta
+    for fld, name in (("method.name", meta["method"]["name"]), ("protocol.name", meta["protocol"]["name"]),
+                      ("slug", meta["slug"])):
+        _check_name(v, SUBMISSION_FILE, fld, name)
+    _check_commands(v, SUBMISSION_FILE, [("command", meta["command"]),
+                                         *((f"run_commands.{i}", c) for i, c in enumerate(meta["run_commands"]))])
+    for key, value in meta["method"]["params"].items():
+        if not PARAM_KEY_RE.fullmatch(key):
+            v.error(SUBMISSION_FILE, f"method.params.{key}", "is not a plain parameter name", "use a plain name")
+        if isinstance(value, str) and not NAME_RE.fullmatch(value or "x"):
+            v.error(SUBMISSION_FILE, f"method.params.{key}", f"value {value!r} is not a plain value", "use a plain value")
+    if meta["slug"] != params_slug(meta["method"]["name"], meta["method"]["params"]):
+        v.error(SUBMISSION_FILE, "slug", f"is {meta['slug']!r}, the method and params give "
+                f"{params_slug(meta['method']['name'], meta['method']['params'])!r}", REGENERATE)
+    protocol = _check_protocol(v, meta, protocols)
+    _check_models(v, meta, model_pairs)
+
+    listed: dict[tuple[int, str], dict] = {}
+    for i, ref in enumerate(meta["cells"]):
+        key = (ref["seed"], ref["source"])
+        if key in listed:
+            v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[0]}, source {key[1]} is listed twice", REGENERATE)
+        elif key[0] not in protocol.seeds or key[1] not in protocol.datasets:
+            v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[0]}, source {key[1]!r} is not a cell of "
+                    f"{protocol.name} (seeds {list(protocol.seeds)}, sources {list(protocol.datasets)})",
+                    "remove it; " + REGENERATE)
+        else:
+            listed[key] = ref
+    missing = [(seed, source) for seed in protocol.seeds for source in protocol.datasets if (seed, source) not in listed]
+    if missing:
+        shown = ", ".join(f"seed {seed} {source}" for seed, source in missing)
+        v.error(SUBMISSION_FILE, "cells", f"{len(missing)} of the protocol's {len(protocol.seeds) * len(protocol.datasets)} "
+                f"cells are missing: {shown}", f"run them (bench run --method {meta['method']['name']} --protocol "
+                f"{protocol.name} --seeds {' '.join(map(str, protocol.seeds))}, with the same --param), then "
+                "bench submit again")
+    expected_files = {f"{cell_folder(*key)}/{name}" for key in listed for name in (RESULT_FILE, SCORES_FILE)}
+    for rel in sorted(set(files) - expected_files - {SUBMISSION_FILE}):
+        if CELL_FILE_RE.fullmatch(rel):
+            v.error(rel, "", "is not listed in submission.json", "remove it, or " + REGENERATE)
+
+    for key in sorted(listed, key=lambda k: (k[0], protocol.datasets.index(k[1]))):
+        result = _check_cell(v, meta, protocol, listed[key], files)
+        if result is not None:
+            v.cells.append(result)
+
+    if len(v.cells) == len(listed) and v.cells:
+        summary = submission_summary(v.cells)
+        if set(meta["summary"]) != set(summary):
+            v.error(SUBMISSION_FILE, "summary", f"has fields {sorted(meta['summary'])}, expected {sorted(summary)}",
+                    REGENERATE)
+        for name, value in summary.items():
+            if not _close(meta["summary"].get(name), value):
+                v.error(SUBMISSION_FILE, f"summary.{name}", f"is {meta['summary'].get(name)} but the cells give "
+                        f"{value}", REGENERATE)
+        if meta["code_version"] != code_version(v.cells):
+            v.error(SUBMISSION_FILE, "code_version", "does not match the cells' recorded environments", REGENERATE)
+        if sorted({c.command for c in v.cells}) != meta["run_commands"]:
+            v.error(SUBMISSION_FILE, "run_commands", "are not the commands the cells record", REGENERATE)
+
+
+def validate_submission(folder: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
+                        model_pairs: Mapping[str, ModelPairSpec] | None = None) -> Validation:
+    """Check one submission folder. ``protocols`` / ``model_pairs`` add specs to the registries' (tests)."""
+    v = Validation(Path(folder))
+    try:
+        _check(v, protocols, model_pairs)
+    except _Stop:
+        pass
+    except (OSError, KeyError, TypeError, ValueError) as error:  # malformed beyond what the schema says
+        v.error(".", "", f"could not be read: {type(error).__name__}: {str(error)[:200]}", REGENERATE)
+    return v

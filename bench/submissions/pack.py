@@ -1,0 +1,144 @@
+"""``bench submit``: finished run results packed into submissions -- grouped by method x params x
+model pair x protocol, planned (refused whole when a cell is missing or doubled), written with every
+command made public (``commands.public_command``), validated, then moved into place."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Mapping
+
+from bench.errors import BenchError
+from bench.io import atomic_write_json, sha256_file
+from bench.results import RESULT_FILE, SCORES_FILE, CellResult, load_cell, params_slug
+from bench.specs import ModelPairSpec, ProtocolSpec
+from bench.submissions.check import _check_text, validate_submission
+from bench.submissions.commands import public_command
+from bench.submissions.limits import KIND, SCHEMA_VERSION, SUBMISSION_FILE, Validation, cell_folder
+from bench.submissions.schema import code_version, submission_summary
+
+
+def _group_cells(paths: list[Path]) -> dict[tuple, list[tuple[Path, CellResult]]]:
+    groups: dict[tuple, list[tuple[Path, CellResult]]] = defaultdict(list)
+    for base in paths:
+        if not Path(base).is_dir():
+            raise BenchError(f"{base} is not a folder; give a results folder of `bench run` (e.g. results/ or "
+                             "results/mini/tiny/naive)")
+        for result_file in sorted(Path(base).rglob(RESULT_FILE)):
+            result = load_cell(result_file.parent)
+            if result is None:
+                raise BenchError(f"{result_file.parent} is not a finished cell (result.json unreadable, another schema, "
+                                 "or the scores file changed); rerun it with bench run, or move it away")
+            key = (result.protocol.name, result.models["name"], params_slug(result.method.name, result.method.params))
+            groups[key].append((result_file.parent, result))
+    if not groups:
+        raise BenchError(f"no cell results under {', '.join(map(str, paths))}; run `bench run` first")
+    return groups
+
+
+def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple[dict, list[str]]:
+    from bench.protocols import protocol_hash
+
+    chosen, problems = {}, []
+    for folder, result in cells:
+        key = (result.seed, result.source)
+        if result.protocol.hash != protocol_hash(protocol):
+            problems.append(f"{folder}: made with protocol hash {result.protocol.hash}, {protocol.name} is "
+                            f"{protocol_hash(protocol)} now: rerun it")
+        elif key[0] in protocol.seeds and key in chosen:
+            problems.append(f"{folder}: seed {key[0]} {key[1]} also in {chosen[key][0]}: give one results folder")
+        elif key[0] in protocol.seeds:
+            chosen[key] = (folder, result)
+    missing = [f"seed {s} {d}" for s in protocol.seeds for d in protocol.datasets if (s, d) not in chosen]
+    if missing:
+        method = cells[0][1].method
+        params = " ".join(f"--param {k}={v}" for k, v in sorted(method.params.items()))
+        problems.append(f"missing cells: {', '.join(missing)}; run them with bench run --method {method.name} "
+                        f"{params} --protocol {protocol.name} --models {cells[0][1].models['name']} "
+                        f"--seeds {' '.join(map(str, protocol.seeds))}".replace("  ", " "))
+    return chosen, problems
+
+
+def _pack_result(cell_dir: Path, result: CellResult, target: Path) -> CellResult:
+    """The cell's result.json as the submission holds it: the run's, with its command made public
+    (a byte copy where there is nothing to replace). Returns what was written."""
+    if public_command(result.command) != result.command:
+        result = result.model_copy(update={"command": public_command(result.command)})
+        atomic_write_json(target / RESULT_FILE, result.to_json())
+    else:
+        shutil.copyfile(cell_dir / RESULT_FILE, target / RESULT_FILE)
+    return result
+
+
+def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, command: str) -> None:
+    ordered = [chosen[(s, d)] for s in protocol.seeds for d in protocol.datasets]
+    refs, results = [], []
+    for cell_dir, result in ordered:
+        target = folder / cell_folder(result.seed, result.source)
+        target.mkdir(parents=True)
+        results.append(_pack_result(cell_dir, result, target))
+        shutil.copyfile(cell_dir / SCORES_FILE, target / SCORES_FILE)
+        refs.append({"seed": result.seed, "source": result.source,
+                     "result_sha256": sha256_file(target / RESULT_FILE),
+                     "scores_sha256": sha256_file(target / SCORES_FILE)})
+    first = results[0]
+    atomic_write_json(folder / SUBMISSION_FILE, {
+        "schema_version": SCHEMA_VERSION,
+        "kind": KIND,
+        "slug": params_slug(first.method.name, first.method.params),
+        "method": first.method.model_dump(),
+        "protocol": first.protocol.model_dump(),
+        "models": first.models,
+        "code_version": code_version(results),
+        "submitter": submitter,
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": public_command(command),
+        "run_commands": sorted({r.command for r in results}),
+        "cells": refs,
+        "summary": submission_summary(results),
+    })
+
+
+def submit(paths: list[Path], out: Path, submitter: str, command: str = "", force: bool = False,
+           protocols: Mapping[str, ProtocolSpec] | None = None,
+           model_pairs: Mapping[str, ModelPairSpec] | None = None) -> list[Path]:
+    """One submission per method x params x model pair x protocol found in the results ``paths``,
+    written to ``out/<protocol>/<models>/<slug>/`` and validated; all or nothing. ``command`` (the
+    ``bench submit`` line) and the cells' commands are stored through ``public_command``."""
+    from bench.protocols import PROTOCOLS
+
+    text = Validation(Path("."))
+    _check_text(text, "--submitter", {"submitter": submitter})
+    if text.errors or not submitter.strip():
+        raise BenchError(f"--submitter {submitter!r}: give a plain name without '<', '>' or control characters")
+    plans, problems = [], []
+    for (protocol_name, models, slug), cells in sorted(_group_cells(paths).items()):
+        protocol = (protocols or {}).get(protocol_name) or PROTOCOLS.get(protocol_name)
+        chosen, group_problems = _plan(cells, protocol)
+        problems += [f"{protocol_name}/{models}/{slug}: {p}" for p in group_problems]
+        destination = Path(out) / protocol_name / models / slug
+        if destination.exists() and not force:
+            problems.append(f"{destination} exists; pass --force to replace it")
+        plans.append((chosen, protocol, destination))
+    if problems:
+        raise BenchError("nothing submitted:\n  " + "\n  ".join(problems))
+    written = []
+    for chosen, protocol, destination in plans:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+        try:
+            _write(chosen, protocol, staging, submitter, command)
+            check = validate_submission(staging, protocols, model_pairs)
+            if not check.ok:
+                raise BenchError(f"the submission for {destination} does not validate:\n  " +
+                                 "\n  ".join(map(str, check.errors)))
+            if destination.exists():
+                shutil.rmtree(destination)
+            staging.rename(destination)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging)
+        written.append(destination)
+    return written

@@ -1,0 +1,81 @@
+"""What submission.json holds: the pydantic models it is checked against, and its two fields that
+are computed from the cells (``summary``, ``code_version``), for ``bench submit`` to write and
+``bench validate`` to recompute."""
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from bench.report import COLUMNS, cell_rows, summarise
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class ProtocolRef(_Strict):
+    name: str
+    version: str
+    hash: str
+
+
+class MethodRef(_Open):  # the run may record more (paper, origin); name and params are what identify it
+    name: str
+    params: dict[str, str | int | float | bool | None]
+
+
+class ModelsRef(_Open):  # the whole model pair as the run recorded it; its name identifies it
+    name: str
+
+
+class CellRef(_Strict):
+    seed: int
+    source: str
+    result_sha256: str
+    scores_sha256: str
+
+
+class CodeVersion(_Strict):
+    shiftbench: list[str | None]
+    git_commits: list[str | None]
+    dirty: bool | None
+
+
+class SubmissionFile(_Strict):
+    schema_version: int
+    kind: Literal["shiftbench-submission"]
+    slug: str
+    method: MethodRef
+    protocol: ProtocolRef
+    models: ModelsRef
+    code_version: CodeVersion
+    submitter: str
+    created_utc: str
+    command: str
+    run_commands: list[str]
+    cells: list[CellRef]
+    summary: dict[str, float | int | None]
+
+
+def submission_summary(cells: list) -> dict[str, float | int | None]:
+    """Means over cells and seeds, with spreads (None with one seed): what submission.json records."""
+    summary = summarise(cell_rows(cells))
+    out: dict[str, float | int | None] = {}
+    for name in [*COLUMNS, *(f"{c}_sd" for c in COLUMNS)]:
+        out[name] = None if math.isnan(summary[name]) else float(summary[name])
+    out["cells"], out["seeds"] = int(summary["cells"]), int(summary["seeds"])
+    return out
+
+
+def code_version(cells: list) -> dict:
+    envs = [c.environment for c in cells]
+    dirty = [e.get("git", {}).get("dirty") for e in envs]
+    return {"shiftbench": sorted({e.get("packages", {}).get("shiftbench") for e in envs}, key=str),
+            "git_commits": sorted({e.get("git", {}).get("commit") for e in envs}, key=str),
+            "dirty": None if None in dirty else any(dirty)}

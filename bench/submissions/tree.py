@@ -1,0 +1,79 @@
+"""Many submissions at once (``validate_tree``): finding them under a root, and what only shows
+across them -- duplicates, folders not at ``<protocol>/<models>/<slug>``, and submissions that
+disagree on the teacher of a cell."""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+from typing import Mapping
+
+from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
+from bench.submissions.check import validate_submission
+from bench.submissions.limits import SUBMISSION_FILE, Validation
+
+
+def find_submissions(root: Path) -> list[Path]:
+    """Submission folders under ``root`` (or ``root`` itself), without following links."""
+    root = Path(root)
+    if (root / SUBMISSION_FILE).is_file():
+        return [root]
+    found = []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        if SUBMISSION_FILE in names:
+            found.append(Path(folder))
+            dirs[:] = []
+        else:
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    return sorted(found)
+
+
+def teacher_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]:
+    """Cells where submissions of one protocol x model pair disagree on the teacher (it is trained
+    before any method runs, so it must be the same for all of them): (what differs, which submissions)."""
+    seen: dict[tuple, dict[float, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for v in validations:
+        for cell in v.cells:
+            for name, acc in cell.eval_sets.items():
+                key = (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, name)
+                seen[key][round(acc.teacher_acc, 9)].add(v.key)
+    conflicts = []
+    for (_, models, seed, source, name), by_value in seen.items():
+        if len(by_value) > 1:
+            shown = "; ".join(f"{value} in {', '.join(sorted(keys))}" for value, keys in by_value.items())
+            conflicts.append((f"{models} seed {seed} {source} -> {name}: teacher accuracy {shown}",
+                              set().union(*by_value.values())))
+    return conflicts
+
+
+def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
+                  model_pairs: Mapping[str, ModelPairSpec] | None = None) -> list[Validation]:
+    """Validate every submission under ``path``; also refuse duplicates and misplaced folders, and
+    warn where submissions disagree on the teacher."""
+    path = Path(path)
+    validations = [validate_submission(folder, protocols, model_pairs) for folder in find_submissions(path)]
+    for v in validations:
+        v.name = v.folder.relative_to(path).as_posix() if v.folder != path else path.name
+    readable = [v for v in validations if v.submission is not None]
+    for v in readable:
+        s, parts = v.submission, v.folder.relative_to(path).parts
+        expected = (s["protocol"]["name"], s["models"]["name"], s["slug"])
+        if len(parts) == 3 and parts != expected:
+            v.error(".", "", f"is at {'/'.join(parts)} but holds {'/'.join(expected)}",
+                    f"move it to {path / '/'.join(expected)}")
+    first: dict[str, Validation] = {}
+    for v in sorted(readable, key=lambda v: not v.ok):  # a valid one keeps its place; later copies are refused
+        s = v.submission
+        identity = canonical_json([s["protocol"], s["models"]["name"], s["method"]["name"], s["method"]["params"]])
+        if identity in first:
+            v.error(SUBMISSION_FILE, "", f"duplicates {first[identity].folder}: the same method, params, model pair "
+                    "and protocol", "keep one of them")
+        else:
+            first[identity] = v
+    conflicts = teacher_conflicts(validations)
+    for v in validations:
+        for conflict, keys in conflicts:
+            if v.key in keys:
+                v.warn(".", "teacher", f"submissions disagree on the teacher: {conflict}",
+                       "rerun every method of this protocol and model pair with the same code and settings")
+    return validations
