@@ -183,5 +183,5 @@ def test_the_other_tabs_draw_their_pictures(page, served, shots):
         if picture:
             page.wait_for_selector(picture, state="visible", timeout=30_000)
         else:
-            page.get_by_text("mini v1.0").wait_for()
+            page.get_by_text("(version 1.0)").first.wait_for()
         page.screenshot(path=str(shots / f"tab-{tab.split()[0].lower()}.png"), full_page=True)
