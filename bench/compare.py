@@ -72,9 +72,9 @@ def comparison_table(board: Board, a: str, b: str, by: str | None = None) -> pd.
     """A - B on NTS, AOG and WRG, over all cells and (``by``) per category or source."""
     scopes: list[tuple[str | None, str | None]] = [(None, None)]
     if by == "category":
-        scopes += [(c, None) for c in sorted({c.category for c in board._cells[0]})]
+        scopes += [(c, None) for c in board.categories]
     elif by == "source":
-        scopes += [(None, s) for s in sorted({c.source for c in board._cells[0]})]
+        scopes += [(None, s) for s in board.sources]
     rows = []
     for category, source in scopes:
         comparison = board.compare(a, b, category=category, source=source)

@@ -20,7 +20,6 @@ the t-interval mean ± t(0.975, S-1) sd / sqrt(S) of the S per-seed differences.
 from __future__ import annotations
 
 import functools
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -89,15 +88,18 @@ def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
 
 
 def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
-    """Cells from folders holding result.json and scores.csv.gz (the scores file's sha256 checked)."""
-    from bench.io import read_csv_gz, sha256_file
+    """Cells from finished cell folders (result.json and scores.csv.gz, read by bench.results.load_cell,
+    which refuses a scores file whose sha256 is not the recorded one)."""
+    from bench.io import read_csv_gz
+    from bench.results import SCORES_FILE, load_cell
 
     cells = []
     for folder in map(Path, folders):
-        result = json.loads((folder / "result.json").read_text())
-        if sha256_file(folder / "scores.csv.gz") != result.get("scores_file", {}).get("sha256"):
-            raise ValueError(f"{folder}: scores.csv.gz does not match the sha256 in result.json")
-        cells.append(cell_from_scores(result, read_csv_gz(folder / "scores.csv.gz"), str(folder)))
+        result = load_cell(folder)
+        if result is None:
+            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, or scores.csv.gz does not "
+                             "match the sha256 in result.json)")
+        cells.append(cell_from_scores(result, read_csv_gz(folder / SCORES_FILE), str(folder)))
     return cells
 
 
@@ -238,6 +240,8 @@ class Board:
         self._row_seed = np.array([self.seeds.index(layout[ci].seed) for ci, _ in rows])
         self._row_source = [layout[ci].source for ci, _ in rows]
         self._row_category = np.array([layout[ci].category for ci, _ in rows])
+        self.categories = tuple(sorted(set(self._row_category)))   # what category= and source= can name
+        self.sources = tuple(sorted(set(self._row_source)))
         self.resamples = resamples or draw_resamples(len(self.seeds), self.datasets, n_boot, seed, resample, nested)
         for d, n in self.datasets.items():
             w = self.resamples.weights.get(d)
