@@ -38,6 +38,7 @@ from methods.base import Method
 from methods.naive import Naive
 
 TEACHER_STAGE_VERSION = "teacher/v1"
+MISFIT_PAIRS = 256   # half-B pairs the misfit is measured on: a seeded sample, about 10% of a cell's scoring
 
 
 @dataclass
@@ -178,8 +179,10 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     if ctx.method.trains:
         scorer = functools.partial(SCORERS.get(ctx.settings.scorer), spec=ctx.models.strong)
         student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student", scorer)
+        misfit = student_misfit(student, examples, teacher.soft_labels, ctx.models.score_batch_size, scorer)
         del student
     else:
+        misfit = None
         student_scores = {name: ([ctx.method.rule_reward(p.prompt, p.chosen) for p in pairs],
                                  [ctx.method.rule_reward(p.prompt, p.rejected) for p in pairs])
                           for name, pairs in evals.items()}
@@ -220,6 +223,7 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
                "student_truncated_sequences": sum(e.a.truncated + e.b.truncated for e in examples)},
         teacher={"cache_key": teacher.key, "reused": teacher.reused, **teacher.info},
         student={"train": student_log, "scorer": ctx.settings.scorer},
+        misfit=misfit,
         timings_s=timings,
         environment=ctx.environment,
         command=ctx.settings.command,
@@ -231,6 +235,20 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     folder = cell_dir(ctx.settings.out, ctx.protocol.name, ctx.models.name, slug_of(ctx.method), seed, source)
     written = on_main_process(lambda: write_cell(folder, result, rows))  # launched on several processes: one writes
     return written or result
+
+
+def student_misfit(student, examples: list[TrainExample], soft_labels: list[float], batch_size: int, scorer
+                   ) -> dict:
+    """How far the trained student sits from its teacher's labels on the pairs it trained on (the
+    first ``MISFIT_PAIRS`` of half B, in their seeded order): Charikar et al. 2024's misfit, whose size
+    tracks the weak-to-strong gain. Scored in a pass of its own, so the eval scores do not change."""
+    n = min(MISFIT_PAIRS, len(examples))
+    rewards = scorer(student, [e.a for e in examples[:n]] + [e.b for e in examples[:n]], batch_size, desc="misfit")
+    p = [1.0 / (1.0 + math.exp(-(a - b))) for a, b in zip(rewards[:n], rewards[n:])]
+    q = soft_labels[:n]
+    disagree = sum((pi > 0.5) != (qi > 0.5) for pi, qi in zip(p, q) if pi != 0.5 and qi != 0.5)
+    return {"pairs": n, "squared": sum((pi - qi) ** 2 for pi, qi in zip(p, q)) / n,
+            "disagreement": 100.0 * disagree / n}
 
 
 def check_finite(scores: dict[str, tuple[list[float], list[float]]], model: str, cell: str) -> None:

@@ -50,6 +50,7 @@ def cell_rows(results: list[CellResult]) -> pd.DataFrame:
                 "teacher_id": own.teacher_acc, "student_id": own.student_acc,
                 "teacher_ood": r.eval_sets[target].teacher_acc, "student_ood": r.eval_sets[target].student_acc,
                 **metric.model_dump(),
+                "misfit": r.misfit.disagreement if r.misfit is not None else math.nan,
             })
     return pd.DataFrame(rows)
 

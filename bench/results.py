@@ -75,6 +75,12 @@ class ScoresFile(_Schema):
     columns: list[str]                 # SCORE_COLUMNS
 
 
+class Misfit(_Schema):
+    pairs: int                         # half-B pairs measured (the first of its seeded order)
+    squared: Number                    # mean (P_student(a > b) - q)^2, q the teacher's soft label
+    disagreement: Number               # % of those pairs where student and teacher prefer different responses
+
+
 class CellResult(_Schema):
     schema_version: int                # SCHEMA_VERSION; a cell of another schema is not read
     cell_key: str                      # hash of everything that decides the numbers; a rerun skips a matching cell
@@ -92,6 +98,7 @@ class CellResult(_Schema):
     sizes: dict[str, int]              # train pool, halves, their prompts, truncated student sequences
     teacher: dict[str, Any]            # teacher cache key, whether reused, its training log and label stats
     student: dict[str, Any]            # the student's training log and its scorer
+    misfit: Misfit | None = None       # the trained student against its teacher's labels; None when nothing trains
     timings_s: dict[str, float]        # seconds per stage
     environment: dict[str, Any]        # bench.env.environment(): versions, git commit, device, threads
     command: str                       # the command that ran the cell (paths made local by bench submit)

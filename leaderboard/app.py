@@ -37,7 +37,7 @@ validated row recomputes from its per-pair scores (`bench validate`); a row mark
 that check and shows what the submission claims.
 """
 NUMBER_COLUMNS = ["NTS", "NTS ±", "Δ NTS vs naive", "AOG", "AOG ±", "WRG", "WRG ±", "ID acc", "OOD acc", "PGR ID",
-                  "PGR OOD"]
+                  "PGR OOD", "misfit"]
 
 
 def theme() -> gr.themes.Base:

@@ -33,7 +33,7 @@ MIN_PGR_GAP = 1.0
 METRICS = {"nts": "NTS", "aog": "AOG", "wrg": "WRG"}
 DECISION_COLUMNS = ["NTS 95% CI", "rank 95%", "Δ NTS vs naive", "Δ 95% CI", "Δ t 95% (seeds)", "decided"]
 RANKING_COLUMNS = ["rank", "method", "params", "status", "NTS", "NTS ±", *DECISION_COLUMNS, "AOG", "AOG ±", "WRG", "WRG ±", "ID acc",
-                   "OOD acc", "PGR ID", "PGR OOD", "seeds", "cells", "submitter", "model pair", "protocol", "submission",
+                   "OOD acc", "PGR ID", "PGR OOD", "misfit", "seeds", "cells", "submitter", "model pair", "protocol", "submission",
                    "problem"]
 ALL = "all"
 
@@ -166,7 +166,7 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
                    "submission": key, "NTS 95% CI": decided.get("NTS 95% CI", ""),
                    "rank 95%": decided.get("rank 95%", ""), "Δ NTS vs naive": decided.get("Δ NTS vs naive", ""),
                    "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ t 95% (seeds)": decided.get("Δ t 95% (seeds)", ""),
-                   "decided": decided.get("decided", "")}
+                   "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean()}
             if key == ceiling_key:
                 references.append({**row, "rank": "ref", "status": f"reference; {row['status']}"})
             else:
@@ -245,7 +245,9 @@ def md_escape(text: object) -> str:
 DEFINITIONS = ("WRG = Acc_student(S) − Acc_teacher(S); AOG = Acc_student(T) − Acc_teacher(T); NTS = AOG − max(0, "
                "Acc_teacher(S) − Acc_student(S)), per source S → target T and seed, in accuracy points; methods are "
                "ranked by mean NTS. PGR ID = WRG / WRG(ceiling), PGR OOD = AOG / AOG(ceiling), blank when the "
-               f"ceiling is less than {MIN_PGR_GAP:g} point above the teacher.")
+               f"ceiling is less than {MIN_PGR_GAP:g} point above the teacher. Misfit: the % of the student's own "
+               "training pairs (a sample of half B) on which it prefers the other response than its teacher's label "
+               "(Charikar et al. 2024: the W2S gain tracks it); blank for runs made before it was recorded.")
 
 
 def protocol_card(name: str, protocols: Mapping | None = None) -> str:
@@ -280,6 +282,7 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
         out[name] = [fmt(v) for v in table[name]]
     for name in ("PGR ID", "PGR OOD"):
         out[name] = ["" if math.isnan(v) else f"{v:.2f}" for v in table[name]]
+    out["misfit"] = [fmt(v) for v in table["misfit"]]
     for name in ("seeds", "cells", "model pair", "protocol", "problem"):
         out[name] = table[name].astype(str)
     return out

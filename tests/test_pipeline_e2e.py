@@ -116,3 +116,10 @@ def test_changed_settings_are_not_mistaken_for_finished(runs, small_protocol, sm
     monkeypatch.setattr(pipeline, "run_cell", lambda ctx, source, seed: calls.append(source) or naive[0])
     pipeline.run(RunSettings(small_protocol, changed, "naive", {}, [naive[0].source], [0], out, cache))
     assert calls == [naive[0].source]
+
+
+def test_the_misfit_to_the_teacher_is_recorded(runs):
+    _, _, naive, _ = runs
+    for result in naive:
+        assert result.misfit is not None and 0 < result.misfit.pairs <= 256
+        assert 0.0 <= result.misfit.disagreement <= 100.0 and 0.0 <= result.misfit.squared <= 1.0

@@ -204,7 +204,7 @@ def test_a_spec_field_added_after_the_run_does_not_invalidate_it(runs, naive):
 
 
 @pytest.mark.parametrize("change, expected", [
-    (lambda m: m.update(schema_version=99), "submission.json: schema_version: is 99; this bench reads 1"),
+    (lambda m: m.update(schema_version=99), "submission.json: schema_version: is 99; this bench reads 2"),
     (lambda m: m.pop("summary"), "submission.json: summary: Field required"),
     (lambda m: m.update(cells="all"), "submission.json: cells: Input should be a valid list"),
     (lambda m: m.update(extra_field=1), "submission.json: extra_field: Extra inputs are not permitted"),
@@ -375,3 +375,11 @@ def test_the_reference_submissions_validate():
     assert [str(p) for v in found for p in v.errors] == []
     board = core.load_board(root)
     assert len(core.ranking(board)) >= len(found)
+
+
+def test_a_changed_interval_is_refused(runs, naive):
+    meta = json.loads((naive / SUBMISSION_FILE).read_text())
+    low, high = meta["intervals"]["metrics"]["nts"]
+    edit_json(naive / SUBMISSION_FILE, lambda m: m["intervals"]["metrics"].update(nts=[low - 1.0, high]))
+    found = errors(check(runs, naive))
+    assert "submission.json: intervals.metrics.nts: is" in found and "but the per-pair scores give" in found

@@ -26,7 +26,7 @@ from bench.submissions import limits
 from bench.submissions.commands import absolute_paths
 from bench.submissions.limits import (CELL_FILE_RE, NAME_RE, PARAM_KEY_RE, REGENERATE, SCHEMA_VERSION, SUBMISSION_FILE,
                                       UNSAFE_TEXT_RE, Validation, _Stop, cell_folder)
-from bench.submissions.schema import SubmissionFile, code_version, submission_summary
+from bench.submissions.schema import SubmissionFile, code_version, submission_intervals, submission_summary
 
 
 # --- small helpers --------------------------------------------------------------------------------------
@@ -372,10 +372,28 @@ def _check(v: Validation, protocols, model_pairs) -> None:
             if not _close(meta["summary"].get(name), value):
                 v.error(SUBMISSION_FILE, f"summary.{name}", f"is {meta['summary'].get(name)} but the cells give "
                         f"{value}", REGENERATE)
+        if len(v.pairs) == len(v.cells):   # every cell recomputed: so can its intervals
+            _check_intervals(v, meta["intervals"], submission_intervals(v.pairs))
         if meta["code_version"] != code_version(v.cells):
             v.error(SUBMISSION_FILE, "code_version", "does not match the cells' recorded environments", REGENERATE)
         if sorted({c.command for c in v.cells}) != meta["run_commands"]:
             v.error(SUBMISSION_FILE, "run_commands", "are not the commands the cells record", REGENERATE)
+
+
+def _check_intervals(v: Validation, stored: dict, recomputed: dict) -> None:
+    for key in ("level", "n_boot", "seed"):
+        if stored[key] != recomputed[key]:
+            v.error(SUBMISSION_FILE, f"intervals.{key}", f"is {stored[key]}; this bench computes intervals with "
+                    f"{recomputed[key]}", REGENERATE)
+            return
+    if set(stored["metrics"]) != set(recomputed["metrics"]):
+        v.error(SUBMISSION_FILE, "intervals.metrics", f"has {sorted(stored['metrics'])}, expected "
+                f"{sorted(recomputed['metrics'])}", REGENERATE)
+        return
+    for metric, bounds in recomputed["metrics"].items():
+        if len(stored["metrics"][metric]) != 2 or not all(map(_close, stored["metrics"][metric], bounds)):
+            v.error(SUBMISSION_FILE, f"intervals.metrics.{metric}", f"is {stored['metrics'][metric]} but the per-pair "
+                    f"scores give {bounds}", REGENERATE)
 
 
 def validate_submission(folder: Path, protocols: Mapping[str, ProtocolSpec] | None = None,

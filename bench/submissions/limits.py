@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2   # 2: intervals and the misfit in the summary
 KIND = "shiftbench-submission"
 SUBMISSION_FILE = "submission.json"
 

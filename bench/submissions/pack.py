@@ -17,7 +17,8 @@ from bench.specs import ModelPairSpec, ProtocolSpec
 from bench.submissions.check import _check_text, validate_submission
 from bench.submissions.commands import public_command
 from bench.submissions.limits import KIND, SCHEMA_VERSION, SUBMISSION_FILE, Validation, cell_folder
-from bench.submissions.schema import code_version, submission_summary
+from bench.stats import load_cells
+from bench.submissions.schema import code_version, submission_intervals, submission_summary
 
 
 def _group_cells(paths: list[Path]) -> dict[tuple, list[tuple[Path, CellResult]]]:
@@ -98,6 +99,7 @@ def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, c
         "run_commands": sorted({r.command for r in results}),
         "cells": refs,
         "summary": submission_summary(results),
+        "intervals": submission_intervals(load_cells(folder / cell_folder(r.seed, r.source) for r in results)),
     })
 
 

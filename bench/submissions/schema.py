@@ -1,6 +1,6 @@
-"""What submission.json holds: the pydantic models it is checked against, and its two fields that
-are computed from the cells (``summary``, ``code_version``), for ``bench submit`` to write and
-``bench validate`` to recompute."""
+"""What submission.json holds: the pydantic models it is checked against, and its fields that are
+computed from the cells (``summary``, ``intervals``, ``code_version``), for ``bench submit`` to write
+and ``bench validate`` to recompute."""
 from __future__ import annotations
 
 import math
@@ -47,6 +47,13 @@ class CodeVersion(_Strict):
     dirty: bool | None
 
 
+class Intervals(_Strict):
+    level: float                       # 0.95
+    n_boot: int                        # bootstrap replicates (bench.stats.N_BOOT)
+    seed: int                          # the bootstrap's seed (bench.stats.BOOTSTRAP_SEED)
+    metrics: dict[str, list[float]]    # metric -> [low, high]: the hierarchical bootstrap over seeds and test pairs
+
+
 class SubmissionFile(_Strict):
     schema_version: int
     kind: Literal["shiftbench-submission"]
@@ -61,6 +68,7 @@ class SubmissionFile(_Strict):
     run_commands: list[str]
     cells: list[CellRef]
     summary: dict[str, float | int | None]
+    intervals: Intervals
 
 
 def submission_summary(cells: list) -> dict[str, float | int | None]:
@@ -70,7 +78,20 @@ def submission_summary(cells: list) -> dict[str, float | int | None]:
     for name in [*COLUMNS, *(f"{c}_sd" for c in COLUMNS)]:
         out[name] = None if math.isnan(summary[name]) else float(summary[name])
     out["cells"], out["seeds"] = int(summary["cells"]), int(summary["seeds"])
+    misfits = [c.misfit.disagreement for c in cells if c.misfit is not None]
+    out["misfit"] = sum(misfits) / len(misfits) if len(misfits) == len(cells) else None
     return out
+
+
+def submission_intervals(pairs: list) -> dict:
+    """The 95% interval of every summary metric from the cells' per-pair correctness (bench.stats.Cell):
+    the same draws whatever else is on a board, so a submission's intervals are the board's."""
+    from bench.stats import BOOTSTRAP_SEED, LEVEL, METRICS, N_BOOT, Board
+
+    board = Board(pairs)
+    stats = board.stats(board.methods[0], ceiling=None)
+    return {"level": LEVEL, "n_boot": N_BOOT, "seed": BOOTSTRAP_SEED,
+            "metrics": {k: [stats.metrics[k].low, stats.metrics[k].high] for k in METRICS}}
 
 
 def code_version(cells: list) -> dict:
