@@ -14,6 +14,25 @@ def parse_param(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+SEED_LIMIT = 2**31
+
+
+def parse_seed(text: str) -> int:
+    """A cell's seed: a whole number 0 <= N < 2**31. Each stage's seed is derived from it in 31 bits
+    (bench.data.sub_seed), and 31 bits is what every RNG a run seeds takes as it is (Python's,
+    numpy's, torch's, CUDA's, vLLM's int32 seeds): a negative or larger seed would be wrapped or
+    refused by one of them, so two different seeds could run the same cell."""
+    try:
+        seed = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r} (--seeds takes whole numbers, e.g. "
+                                         "--seeds 0 1 2)") from None
+    if not 0 <= seed < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"seed {seed} is out of range: a seed is a whole number from 0 to "
+                                         f"{SEED_LIMIT - 1} (2**31 - 1); the protocols' seeds are 0, 1, 2, ...")
+    return seed
+
+
 def parse_grid(text: str) -> tuple[str, list[str]]:
     key, values = parse_param(text)
     points = [v.strip() for v in values.split(",") if v.strip()]
@@ -30,8 +49,10 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--protocol", default="mini", help="protocol name (default: mini)")
     run.add_argument("--models", default="tiny", help="model pair name (default: tiny)")
     run.add_argument("--source", nargs="+", metavar="NAME", help="sources to run (default: every dataset of the protocol)")
-    run.add_argument("--seeds", nargs="+", type=int, metavar="N",
-                     help="seeds to run (default: the protocol's first seed; the full protocol lists more)")
+    run.add_argument("--seeds", nargs="+", type=parse_seed, metavar="N",
+                     help="seeds to run, each 0 <= N < 2**31 (every RNG a run seeds takes 31 bits as they are); "
+                          "default: the protocol's first seed. Any seed runs, but a leaderboard submission takes "
+                          "the protocol's seeds (bench list protocols)")
     run.add_argument("--param", action="append", type=parse_param, default=[], metavar="KEY=VALUE",
                      help="a method parameter, repeatable (e.g. --param lam=1e-4 --param layers=mid)")
     run.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
@@ -165,12 +186,45 @@ def run_settings(args: argparse.Namespace):
     if not args.seeds and len(protocol.seeds) > 1:
         print(f"[bench] seed {protocol.seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
               f"pass --seeds {' '.join(map(str, protocol.seeds))} for all of them", file=sys.stderr)
-    resolved = {"protocol": protocol, "models": model_pair_from_cli(args.models), "method": method,
+    foreign = [seed for seed in dict.fromkeys(args.seeds or ()) if seed not in protocol.seeds]
+    if foreign:  # allowed (a study may want more seeds), but said: bench submit leaves them out
+        print(f"[bench] seed{'s' if len(foreign) > 1 else ''} {', '.join(map(str, foreign))} not among "
+              f"{protocol.name}'s seeds {list(protocol.seeds)}: run and reported, but bench submit takes only the "
+              "protocol's seeds", file=sys.stderr)
+    models = model_pair_from_cli(args.models)
+    check_model_folders(models)
+    resolved = {"protocol": protocol, "models": models, "method": method,
                 "params": dict(args.param), "sources": tuple(resolve_sources(protocol, args.source)),
                 "seeds": tuple(args.seeds or ()), "cache_dir": args.cache_dir or default_cache_dir(),
                 "command": shlex.join(["bench", *sys.argv[1:]])}
     copied = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunSettings) if f.name not in resolved}
     return RunSettings(**resolved, **copied)
+
+
+def check_model_folders(models) -> None:
+    """A model given as a local folder must be a model folder (config.json naming its model_type, and
+    weights), checked before any work: transformers would stop with a traceback mid-run otherwise
+    (e.g. --models weak=DIR,strong=DIR with DIR a folder of other files)."""
+    import json
+
+    from bench.errors import BenchError
+
+    for role in ("weak", "strong"):
+        spec = getattr(models, role)
+        folder = Path(spec.path) if spec.path and not spec.path_resolver else None
+        if folder is None or not folder.is_dir():
+            continue   # a hub id (or a packaged model): loaded, and its errors explained, by bench.models
+        try:
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            weights = [p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin")]
+        except (OSError, ValueError):   # unreadable, not UTF-8, not JSON
+            config, weights = None, []
+        if not isinstance(config, dict) or "model_type" not in config or not weights:
+            lacks = ("a config.json naming its model_type" if not isinstance(config, dict) or "model_type" not in config
+                     else "weights (*.safetensors or *.bin)")
+            raise BenchError(f"--models: {role}={spec.path} is a folder without {lacks}, so not a model folder. Fix: "
+                             "give a folder written by save_pretrained (config.json, tokenizer and weights), or a hub "
+                             "id (org/name)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -215,55 +269,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
-    from methods import METHODS, describe_params, get_method_class, load_plugins, method_origin
+    from bench.catalog import print_registered
 
-    if args.what == "methods":
-        load_plugins()
-        for name in METHODS.names():
-            cls = get_method_class(name)
-            origin = method_origin(cls)
-            where = "" if origin["kind"] == "built-in" else f" [{origin['kind']}: {origin.get('distribution') or origin.get('file')}]"
-            print(f"{name:11s} {cls.summary}{where}\n{'':11s} params: {describe_params(cls)}\n{'':11s} paper: {cls.paper}")
-    elif args.what == "protocols":
-        for name in PROTOCOLS.names():
-            p = PROTOCOLS.get(name)
-            print(f"{name} v{p.version} (hash {protocol_hash(p)}): {p.description}\n"
-                  f"  datasets: {', '.join(p.datasets)}; train pool {p.train_pool_size}, test {p.test_size}, "
-                  f"max length {p.max_length}, seeds {list(p.seeds)}")
-    elif args.what == "models":
-        for name in MODEL_PAIRS.names():
-            m = MODEL_PAIRS.get(name)
-            defaults = "; ".join(f"{method}: " + ", ".join(f"{k}={v}" for k, v in params) for method, params in m.method_defaults)
-            print(f"{name}: weak {m.weak.name} ({m.weak.path}), strong {m.strong.name} ({m.strong.path})\n"
-                  f"  {m.description}\n  method defaults: {defaults or 'none'}")
-    else:
-        for name in DATASETS.names():
-            d = DATASETS.get(name)
-            revision = dict(d.options).get("revision") or ("latest (the resolved commit is recorded per run)"
-                                                           if "hub_id" in dict(d.options) else "generated")
-            print(f"{name:18s} {d.category:9s} licence: {d.license}; splits: train {d.train_split}, "
-                  f"test {d.test_split}; revision: {revision}\n{'':28s} {d.description}")
-            if args.data_dir and "hub_id" in dict(d.options):
-                print(f"{'':28s} {split_counts(d, args.data_dir)}")
+    print_registered(args.what, args.data_dir)
     return 0
-
-
-def split_counts(spec, data_dir: Path) -> str:
-    """Rows read, kept and dropped (by reason) of each split found under ``data_dir``."""
-    from bench.data import load_pairs
-    from bench.errors import BenchError
-
-    parts = []
-    for split in dict.fromkeys((spec.train_split, spec.test_split)):
-        try:
-            p = load_pairs(spec, split, None, data_dir).provenance
-        except BenchError:
-            parts.append(f"{split}: not found under {data_dir}")
-            continue
-        dropped = ", ".join(f"{reason} {n}" for reason, n in p["dropped"].items()) or "none"
-        parts.append(f"{split}: {p['kept']:,} of {p['rows_read']:,} rows kept (dropped: {dropped})")
-    return "; ".join(parts)
 
 
 def cmd_card(args: argparse.Namespace) -> int:
@@ -277,14 +286,19 @@ def cmd_card(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from bench.compare import cells_under, decision_table
     from bench.report import method_table
-    from bench.results import find_cells
+    from bench.results import RESULT_FILE, find_cells
     from bench.stats import Board
 
-    table = method_table(find_cells(args.out), by=args.by)
+    results = find_cells(args.out)
+    table = method_table(results, by=args.by)
     if table.empty:
         print(f"no finished results under {args.out}", file=sys.stderr)
         return 1
     print(table.to_string(index=False))
+    unfinished = sum(1 for _ in Path(args.out).rglob(RESULT_FILE)) - len(results)
+    if unfinished:  # never shown: an edited or damaged cell is not a result
+        print(f"\n{unfinished} cells under {args.out} are left out: incomplete, or their numbers do not recompute "
+              f"from their scores (bench verify --out {args.out} says which)", file=sys.stderr)
     for (protocol, models), cells in cells_under(args.out).items():
         try:
             board = Board(cells)

@@ -31,15 +31,14 @@ def interval_text(low: float, high: float) -> str:
 def cells_under(root: Path) -> dict[tuple[str, str], list[Cell]]:
     """Every finished cell under a results or submissions folder with its per-pair correctness,
     grouped by (protocol, model pair): only cells of one group can be compared."""
-    from bench.io import read_csv_gz
-    from bench.results import RESULT_FILE, SCORES_FILE, load_cell
+    from bench.results import RESULT_FILE, read_cell
 
     groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
     for path in sorted(Path(root).rglob(RESULT_FILE)):
-        result = load_cell(path.parent)
-        if result is not None:
-            groups[result.protocol.name, result.models["name"]].append(
-                cell_from_scores(result, read_csv_gz(path.parent / SCORES_FILE), str(path.parent)))
+        found = read_cell(path.parent)
+        if found is not None:
+            result, rows = found
+            groups[result.protocol.name, result.models["name"]].append(cell_from_scores(result, rows, str(path.parent)))
     return groups
 
 

@@ -20,8 +20,35 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def current_umask() -> int:
+    """The process's umask, read without changing it where the system allows: Linux (4.7+) shows it
+    in /proc/self/status. Elsewhere it can only be read by setting it (os.umask) and setting it back,
+    which is racy against other threads creating files in between, so that is the fallback only."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | os.PathLike) -> None:
+    """Give a file 0o666 and a folder 0o777 less the umask: the mode ``open`` or ``mkdir`` would have
+    given it. For what tempfile created (mkstemp files are 0600, mkdtemp folders 0700, owner-only
+    whatever the user asked for) before it is moved into place: results, cache entries and
+    submissions are then as shared as the user's other files. Staging folders (bench/cache.py's,
+    bench/submissions/pack.py's) call it on the folder before renaming it into place."""
+    mode = (0o777 if Path(path).is_dir() else 0o666) & ~current_umask()
+    os.chmod(path, mode)
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``; the file gets
+    the mode the umask gives a new file (mkstemp's own is 0600)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -30,6 +57,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        apply_umask(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

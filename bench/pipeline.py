@@ -4,7 +4,9 @@
 
 A cell is one source and one seed. The teacher stage (train the weak model on half A with gold
 labels, label half B, score every eval set) is cached on disk by a hash of everything that
-determines it, so every method and every rerun on the same cell reuses it.
+determines it (the code and platform included: bench/versions.py), so every method and every rerun on
+the same cell reuses it. Runs that share a results folder or a cache lock each cell and each cache
+entry (bench/locks.py): a second run waits for the first and reuses its work.
 """
 from __future__ import annotations
 
@@ -12,32 +14,29 @@ import functools
 import math
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property, lru_cache
-from pathlib import Path
 
-from bench.cache import Cache, SharedWork
-from bench.data import LoadedSplit, OrderedPair, Pair, eval_sets, load_pairs, random_order, split_prompt_disjoint, sub_seed
+from bench.cache import LOCKS, Cache, SharedWork
+from bench.data import LoadedSplit, Pair, eval_sets, load_pairs, split_prompt_disjoint, sub_seed
 from bench.distributed import on_main_process, state
 from bench.env import environment
-from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 from bench.metrics import accuracy, cell_metrics
-from bench.models import (formatter_for, load_reward_model, load_tokenizer, max_positions, model_provenance, score,
-                          weights_revision)
+from bench.models import formatter_for, load_reward_model, load_tokenizer, max_positions, model_provenance, weights_revision
 from bench.protocols import DATASETS, protocol_hash
-from bench.errors import NonFiniteScoresError
 from bench.report import params_text
 from bench.results import SCHEMA_VERSION, CellResult, cell_dir, load_cell, params_slug, write_cell
-from bench.scorers import SCORERS
+from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
 from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
-from bench.train import TrainExample, train_reward_model, train_student
+from bench.teacher import teacher_stage
+from bench.train import TrainExample, train_student
+from bench.versions import CELL_CODE, code_version, platform_version
 from methods import make_method, method_origin
 from methods.base import Method
-from methods.naive import Naive
 
-TEACHER_STAGE_VERSION = "teacher/v1"
+MIN_HALF_PAIRS = 2   # pairs each half of a cell's train pool needs: see check_cells
 MISFIT_PAIRS = 256   # half-B pairs the misfit is measured on: a seeded sample, about 10% of a cell's scoring
 
 
@@ -104,9 +103,20 @@ class RunContext:
         return {f"{split}:{name}": fingerprint for (split, name), loaded in sets.items()
                 if (fingerprint := data_fingerprint(loaded.provenance))}
 
+    def loaders(self, source: str) -> tuple[str, ...]:
+        """The modules that load a cell's datasets: their code decides its pairs (generated data has no
+        other fingerprint), so it is part of the code version of the teacher and of the cell."""
+        return tuple(sorted({DATASETS.get(name).loader.split(":")[0] for name in (source, *eval_sets(self.protocol, source))}))
+
+    def code(self, source: str) -> str:
+        """The version of the code that decides a cell's numbers (bench.versions.CELL_CODE, the loaders)."""
+        return code_version(CELL_CODE + self.loaders(source))
+
     def cell_key(self, source: str, seed: int) -> str:
-        """Everything that decides a cell's numbers; a finished cell is reused only when this matches."""
+        """Everything that decides a cell's numbers; a finished cell is reused only when this matches
+        (a cell finished by other code or on another platform is run again)."""
         return stable_hash({"protocol_hash": self.protocol_hash, "models": self.models, "revisions": self.revisions,
+                            "code": self.code(source), "platform": platform_version(),
                             "formatters": {w: self.formatter(w).provenance() for w in ("weak", "strong")},
                             "data": self.data_fingerprint(source),
                             "method": self.method.name, "params": self.method.params.model_dump(),
@@ -125,16 +135,6 @@ def data_fingerprint(provenance: dict) -> dict:
     return {"source": provenance.get("source"), "hub_id": provenance.get("hub_id"), "config": provenance.get("config"),
             "data_dir": provenance.get("data_dir"), "commit": provenance.get("resolved_commit"),
             "files": sorted(f["sha256"] for f in provenance.get("files", []))}
-
-
-@dataclass
-class Teacher:
-    key: str
-    reused: bool
-    ordered: list[OrderedPair]            # half B, each pair in its seeded random order
-    soft_labels: list[float]              # q = P(a > b) from the teacher, one per ordered pair
-    scores: dict[str, tuple[list[float], list[float]]]   # eval set -> (r_chosen, r_rejected)
-    info: dict = field(default_factory=dict)
 
 
 # --- the cell -------------------------------------------------------------------------------------
@@ -251,136 +251,67 @@ def student_misfit(student, examples: list[TrainExample], soft_labels: list[floa
             "disagreement": 100.0 * disagree / n}
 
 
-def check_finite(scores: dict[str, tuple[list[float], list[float]]], model: str, cell: str) -> None:
-    """Stop a cell whose model gave a NaN or infinite score: counted as a wrong pair it would make a
-    wrong table that looks like a result."""
-    for name, (chosen, rejected) in scores.items():
-        bad = sum(not math.isfinite(v) for v in (*chosen, *rejected))
-        if bad:
-            raise NonFiniteScoresError(
-                f"{model} gave {bad} non-finite scores (NaN or infinite) on eval set {name} ({cell}): its weights are "
-                "broken although training finished. Check what the method does to the weights (its finish() or "
-                "loss), lower the learning rate, then rerun the cell; nothing was written for it")
-
-
 def slug_of(method: Method) -> str:
     return params_slug(method.name, method.params.model_dump())
 
 
-def score_eval_sets(model, formatter, evals: dict[str, list[Pair]], batch_size: int, who: str, scorer=score
-                    ) -> dict[str, tuple[list[float], list[float]]]:
-    """(r_chosen, r_rejected) per eval set, all sequences scored in one length-sorted pass."""
-    sequences, spans = [], {}
-    for name, pairs in evals.items():
-        start = len(sequences)
-        sequences += [formatter.encode(p.prompt, p.chosen) for p in pairs]
-        sequences += [formatter.encode(p.prompt, p.rejected) for p in pairs]
-        spans[name] = (start, len(pairs))
-    rewards = scorer(model, sequences, batch_size, desc=f"scoring {who}")
-    return {name: (rewards[start:start + n], rewards[start + n:start + 2 * n]) for name, (start, n) in spans.items()}
-
-
-# --- the teacher stage ----------------------------------------------------------------------------
-def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
-                  evals: dict[str, list[Pair]], timings: dict[str, float]) -> Teacher:
-    inputs = {
-        "stage": TEACHER_STAGE_VERSION,
-        "protocol": ctx.protocol.name, "protocol_hash": ctx.protocol_hash,
-        "source": source, "seed": seed, "eval_sets": sorted(evals),
-        "weak": ctx.models.weak, "weak_revision": ctx.revisions["weak"], "weak_formatter": ctx.formatter("weak").provenance(),
-        "data": ctx.data_fingerprint(source),
-        "train": ctx.models.teacher_train, "score_batch_size": ctx.models.score_batch_size,
-    }
-    key = ctx.cache.key(inputs)
-    ordered = random_order(half_b, seed)
-    folder = ctx.cache.load("teacher", key)
-    if folder is not None:
-        teacher = _read_teacher(folder, key, ordered)
-        if teacher is not None:
-            timings.update(teacher_train=0.0, teacher_label=0.0, teacher_score=0.0)
-            return teacher
-        print(f"[cache] teacher/{key} does not match this cell's pairs; rebuilding it", file=sys.stderr)
-
-    weak = ctx.formatter("weak")
-    t = time.perf_counter()
-    model = load_reward_model(ctx.models.weak, seed=sub_seed(seed, "teacher-init"))
-    gold = [TrainExample(weak.encode(p.prompt, p.chosen), weak.encode(p.prompt, p.rejected), 1.0) for p in half_a]
-    train_log = train_reward_model(model, gold, ctx.models.teacher_train, Naive(),
-                                   seed=sub_seed(seed, "teacher-order"), desc=f"teacher {source} s{seed}")
-    timings["teacher_train"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    sequences = [weak.encode(o.pair.prompt, o.a) for o in ordered] + [weak.encode(o.pair.prompt, o.b) for o in ordered]
-    rewards = score(model, sequences, ctx.models.score_batch_size, desc="teacher labels")
-    r_a, r_b = rewards[:len(ordered)], rewards[len(ordered):]
-    soft = [1.0 / (1.0 + math.exp(-(a - b))) for a, b in zip(r_a, r_b)]
-    timings["teacher_label"] = time.perf_counter() - t
-
-    t = time.perf_counter()
-    scores = score_eval_sets(model, weak, evals, ctx.models.score_batch_size, "teacher")
-    timings["teacher_score"] = time.perf_counter() - t
-    check_finite({"half B (its labels)": (r_a, r_b), **scores}, f"teacher {ctx.models.weak.name}", f"{source} seed {seed}")
-
-    agree = sum((q > 0.5) == o.a_is_chosen for q, o in zip(soft, ordered)) + 0.5 * sum(q == 0.5 for q in soft)
-    info = {"train": train_log,
-            "labels": {"pairs": len(soft), "mean_q": sum(soft) / len(soft),
-                       "a_is_chosen_share": sum(o.a_is_chosen for o in ordered) / len(ordered),
-                       "agreement_with_gold": 100.0 * agree / len(soft)},
-            "timings_s": {k: timings[k] for k in ("teacher_train", "teacher_label", "teacher_score")}}
-
-    def write(folder: Path) -> None:
-        model.save_pretrained(folder / "model")
-        (folder / "labels.csv.gz").write_bytes(csv_gz_bytes(
-            ("pair_id", "a_is_chosen", "teacher_a", "teacher_b", "q"),
-            [(o.pair.id, int(o.a_is_chosen), a, b, q) for o, a, b, q in zip(ordered, r_a, r_b, soft)]))
-        (folder / "scores.csv.gz").write_bytes(csv_gz_bytes(
-            ("eval_set", "pair_id", "r_chosen", "r_rejected"),
-            [(name, p.id, c, r) for name, pairs in evals.items() for p, c, r in zip(pairs, *scores[name])]))
-        atomic_write_json(folder / "info.json", info)
-
-    on_main_process(lambda: ctx.cache.store("teacher", key, inputs, write))
-    return Teacher(key=key, reused=False, ordered=ordered, soft_labels=soft, scores=scores, info=info)
-
-
-def _read_teacher(folder: Path, key: str, ordered: list[OrderedPair]) -> Teacher | None:
-    import json
-
-    labels = read_csv_gz(folder / "labels.csv.gz")
-    if [(r["pair_id"], r["a_is_chosen"] == "1") for r in labels] != [(o.pair.id, o.a_is_chosen) for o in ordered]:
-        return None
-    scores: dict[str, tuple[list[float], list[float]]] = {}
-    for row in read_csv_gz(folder / "scores.csv.gz"):
-        chosen, rejected = scores.setdefault(row["eval_set"], ([], []))
-        chosen.append(float(row["r_chosen"]))
-        rejected.append(float(row["r_rejected"]))
-    info = json.loads((folder / "info.json").read_text())
-    return Teacher(key=key, reused=True, ordered=ordered, soft_labels=[float(r["q"]) for r in labels],
-                   scores=scores, info=info)
-
-
 # --- a run: many cells ----------------------------------------------------------------------------
+def check_cells(ctx: RunContext, cells: list[tuple[int, str]]) -> None:
+    """What would fail a cell after its teacher trained, checked before any work: a train pool whose
+    prompt-disjoint halves hold fewer than MIN_HALF_PAIRS pairs each (with one pair, half B is empty
+    and the teacher's label statistics divide by zero; a one-pair half trains on a single comparison),
+    and an eval set with no pairs (its accuracy is undefined). The pools are loaded here once; the
+    cells reuse them (RunContext.loaded)."""
+    from bench.errors import BenchError
+
+    for seed, source in cells:
+        pool = ctx.pairs(source, "train")
+        half_a, half_b = split_prompt_disjoint(pool, seed)
+        if min(len(half_a), len(half_b)) < MIN_HALF_PAIRS:
+            groups = len({p.group_key for p in pool})
+            raise BenchError(
+                f"{source} seed {seed}: its train pool of {len(pool)} pairs ({groups} prompt groups) splits into "
+                f"{len(half_a)} pairs for the teacher (half A) and {len(half_b)} for the student (half B); each half "
+                f"needs at least {MIN_HALF_PAIRS}. Use a larger train pool (the protocol's train_pool_size, or a "
+                "larger --cap-train) or a source with more prompts")
+        for name in eval_sets(ctx.protocol, source):
+            if not ctx.pairs(name, "test"):
+                raise BenchError(f"eval set {name} (a target of {source}) has no test pairs: its accuracy is undefined. "
+                                 "Use a larger --cap-test or check the dataset's test split")
+
+
 def run(settings: RunSettings) -> list[CellResult]:
     import errno
 
     from tqdm.auto import tqdm
 
     from bench.errors import BenchError, CellsFailedError, TrainingDivergedError
-    from bench.preflight import preflight
+    from bench.locks import file_lock, lock_path
+    from bench.preflight import check_folders, preflight
+    from bench.scorers import check_scorer
 
-    # bad params or an unknown scorer fail here, before any work
+    # bad params, an unknown scorer or one that cannot score this student fail here, before any work
     method = make_method(settings.method, settings.params, settings.models.defaults_for(settings.method))
     SCORERS.get(settings.scorer)
+    if method.trains:  # a rule-based method scores without the scorer
+        check_scorer(settings.scorer, settings.models.strong)
     ctx = RunContext(settings, method, Cache(settings.cache_dir))
     cells = settings.cells
     folders = {cell: cell_dir(settings.out, settings.protocol.name, settings.models.name, slug_of(method), *cell)
                for cell in cells}
-    finished = {}
-    for seed, source in cells:
+
+    def finished_result(seed: int, source: str) -> CellResult | None:
         done = None if settings.force else load_cell(folders[seed, source])
-        if done is not None and done.cell_key == ctx.cell_key(source, seed):
-            finished[seed, source] = done
-    if len(finished) < len(cells):  # a read-only or full folder fails now, not after the first training
+        return done if done is not None and done.cell_key == ctx.cell_key(source, seed) else None
+
+    finished = {cell: done for cell in cells if (done := finished_result(*cell)) is not None}
+    todo = [cell for cell in cells if cell not in finished]
+    if todo:  # a read-only or full folder, a file where a folder belongs, a pool too small: fail now, not after training
         preflight({"results folder (--out)": settings.out, "teacher cache (--cache-dir)": ctx.cache.root})
+        check_folders({**{f"the cache's {kind} folder": ctx.cache.root / kind for kind in ("teacher", "anchor-reference", LOCKS)},
+                       "the results folder's locks": settings.out / LOCKS,
+                       **{f"the cell folder of {source} seed {seed}": folders[seed, source] for seed, source in todo}})
+        check_cells(ctx, todo)
     shown = params_text(method.params.model_dump()) or "no params"
     results, failures = [], []
     for seed, source in tqdm(cells, desc=f"{method.name} cells", unit="cell"):
@@ -388,18 +319,27 @@ def run(settings: RunSettings) -> list[CellResult]:
             print(f"[skip] {source} seed {seed}: finished result in {folders[seed, source]}", file=sys.stderr)
             results.append(finished[seed, source])
             continue
-        try:
-            results.append(run_cell(ctx, source, seed))
-        except TrainingDivergedError as error:  # this cell's settings, not the run's: the other cells go on
-            failures.append(f"{source} seed {seed}, {method.name} ({shown}): {error}")
-            print(f"[failed] {failures[-1]}", file=sys.stderr)
-        except OSError as error:  # the disk filled or went read-only mid-run: every later cell would fail too
-            if error.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
-                raise
-            where = f" ({error.filename})" if error.filename else ""
-            raise BenchError(f"{source} seed {seed} stopped: {error.strerror}{where} while writing the results folder "
-                             f"{settings.out} or the teacher cache {ctx.cache.root}. Free space there (or make it "
-                             "writable) and rerun: finished cells are kept") from error
+        # Another run on this results folder may be on this cell: wait for it, then take its result.
+        lock = lock_path(settings.out / LOCKS, folders[seed, source].relative_to(settings.out).as_posix())
+        with file_lock(lock, f"cell {source} seed {seed} ({method.name}, {shown})", collective=True):
+            done = finished_result(seed, source)
+            if done is not None:
+                print(f"[skip] {source} seed {seed}: finished by another run meanwhile, result in "
+                      f"{folders[seed, source]}", file=sys.stderr)
+                results.append(done)
+                continue
+            try:
+                results.append(run_cell(ctx, source, seed))
+            except TrainingDivergedError as error:  # this cell's settings, not the run's: the other cells go on
+                failures.append(f"{source} seed {seed}, {method.name} ({shown}): {error}")
+                print(f"[failed] {failures[-1]}", file=sys.stderr)
+            except OSError as error:  # the disk filled or went read-only mid-run: every later cell would fail too
+                if error.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+                    raise
+                where = f" ({error.filename})" if error.filename else ""
+                raise BenchError(f"{source} seed {seed} stopped: {error.strerror}{where} while writing the results folder "
+                                 f"{settings.out} or the teacher cache {ctx.cache.root}. Free space there (or make it "
+                                 "writable) and rerun: finished cells are kept") from error
     if failures:
         raise CellsFailedError(failures, results, settings.out)
     return results

@@ -1,6 +1,6 @@
-"""Checks a run makes before any work: every folder it will write can be created and written, and
-its disk has room. A read-only or full results folder then fails in the first second, not at the
-first write after minutes of training.
+"""Checks a run makes before any work: every folder it will write can be created and written (no
+file sits where one belongs), and its disk has room. A read-only or full results folder then fails
+in the first second, not at the first write after minutes of training.
 
 Free space is checked against a floor, not a forecast: one teacher cache entry of the offline `tiny`
 pair is 53 MB and one cell's results 20 kB (measured with `du` after a run of the shrunken test
@@ -53,3 +53,16 @@ def preflight(folders: dict[str, Path]) -> None:
     for what, folder in folders.items():
         check_writable(folder, what)
         check_free_space(folder, what)
+
+
+def check_folders(folders: dict[str, Path]) -> None:
+    """Each of ``folders`` (what it is -> path) is a folder or can be made one: no file sits at its
+    path or at any folder above it. A file there fails the run now, not at the write after training."""
+    for what, folder in folders.items():
+        path = Path(folder)
+        for at in (path, *path.parents):
+            if at.is_dir():
+                break
+            if at.exists() or at.is_symlink():
+                raise BenchError(f"{what} {path} cannot be used: {at} is a file where a folder belongs. "
+                                 f"Move or delete {at} and rerun")

@@ -133,19 +133,28 @@ def write_cell(folder: Path, result: CellResult, score_rows: list[tuple]) -> Cel
     return result
 
 
-def load_cell(folder: Path) -> CellResult | None:
-    """The cell's result if it is complete and intact, else None."""
+def read_cell(folder: Path) -> tuple[CellResult, list[dict[str, str]]] | None:
+    """The cell's result and its per-pair score rows if it is finished: its result.json loads, its
+    scores file is the one it records, and every number recomputes from those scores (an edited
+    result.json is not a finished cell). Else None."""
     try:
         data = json.loads((Path(folder) / RESULT_FILE).read_text())
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
             return None
         result = read_result(data)
-    except (OSError, ValueError, ValidationError):
+        scores = Path(folder) / SCORES_FILE
+        if result.scores_file is None or not scores.is_file() or sha256_file(scores) != result.scores_file.sha256:
+            return None
+        rows = read_csv_gz(scores)
+    except (OSError, EOFError, ValueError, ValidationError, zlib.error, csv.Error):
         return None
-    scores = Path(folder) / SCORES_FILE
-    if result.scores_file is None or not scores.is_file() or sha256_file(scores) != result.scores_file.sha256:
-        return None
-    return result
+    return None if recompute(result, rows) else (result, rows)
+
+
+def load_cell(folder: Path) -> CellResult | None:
+    """The cell's result if it is finished (``read_cell``), else None."""
+    found = read_cell(folder)
+    return None if found is None else found[0]
 
 
 # --- the one recompute ---------------------------------------------------------------------------------
@@ -219,7 +228,7 @@ def recompute_folder(folder: Path) -> list[str]:
 
 
 def find_cells(root: Path) -> list[CellResult]:
-    """Every complete cell result under ``root``."""
+    """Every finished cell result under ``root`` (``read_cell``)."""
     found = []
     for path in sorted(Path(root).rglob(RESULT_FILE)):
         result = load_cell(path.parent)

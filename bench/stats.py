@@ -88,18 +88,16 @@ def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
 
 
 def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
-    """Cells from finished cell folders (result.json and scores.csv.gz, read by bench.results.load_cell,
-    which refuses a scores file whose sha256 is not the recorded one)."""
-    from bench.io import read_csv_gz
-    from bench.results import SCORES_FILE, load_cell
+    """Cells from finished cell folders (result.json and scores.csv.gz, read by bench.results.read_cell)."""
+    from bench.results import read_cell
 
     cells = []
     for folder in map(Path, folders):
-        result = load_cell(folder)
-        if result is None:
-            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, or scores.csv.gz does not "
-                             "match the sha256 in result.json)")
-        cells.append(cell_from_scores(result, read_csv_gz(folder / SCORES_FILE), str(folder)))
+        found = read_cell(folder)
+        if found is None:
+            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, scores.csv.gz does not "
+                             "match the sha256 in result.json, or its numbers do not recompute from it)")
+        cells.append(cell_from_scores(*found, str(folder)))
     return cells
 
 

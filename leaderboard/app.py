@@ -21,7 +21,7 @@ import gradio as gr  # noqa: E402
 
 from bench.errors import BenchError  # noqa: E402
 from bench.submissions.check import validate_submission  # noqa: E402
-from bench.submissions.limits import MAX_SUBMISSION_BYTES  # noqa: E402
+from bench.submissions.limits import MAX_SUBMISSION_BYTES, UPLOAD_TIME_BUDGET_S  # noqa: E402
 from bench.submissions.upload import extract_upload  # noqa: E402
 from leaderboard import core, figures  # noqa: E402
 
@@ -78,7 +78,7 @@ def check_upload(path: str | None, board: core.Board, protocols: Mapping | None 
             folder = extract_upload(Path(path), Path(tmp) / "submission")
         except BenchError as error:
             return f"{name}: REJECTED — {error}", empty
-        validation = validate_submission(folder, protocols, model_pairs)
+        validation = validate_submission(folder, protocols, model_pairs, time_budget_s=UPLOAD_TIME_BUDGET_S)
     report = upload_report(validation, name)
     if validation.submission is None or not validation.cells:
         return report, empty

@@ -66,6 +66,11 @@ def load_method_file(path: str | Path) -> list[str]:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
+    except SystemExit as error:  # sys.exit() at import would end bench silently with the file's code
+        sys.modules.pop(module_name, None)
+        raise BenchError(f"method file {str(path)!r} called sys.exit({error.code!r}) on import, which would end bench "
+                         f"without a word. Fix the file: a method file only defines classes; put code that runs under "
+                         f"`if __name__ == \"__main__\":`") from None
     except Exception as error:  # any error in user code: report it as theirs, with its type and message
         sys.modules.pop(module_name, None)
         raise BenchError(f"method file {str(path)!r} raised {type(error).__name__} on import: {error}. "

@@ -116,3 +116,9 @@ def flip_one_student_pair(cell: Path) -> str:
             (cell / "scores.csv.gz").write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
             return fields[0]
     raise AssertionError("no pair with distinct student scores")
+
+
+def submission_copy(runs: "SmallRuns", folder: Path, slug: str = "naive") -> Path:
+    """A private copy of one of the runs' submissions, for a test to damage."""
+    shutil.copytree(runs.submissions / "mini-test" / "tiny-test" / slug, folder)
+    return folder

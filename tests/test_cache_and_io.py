@@ -60,3 +60,30 @@ def test_csv_gz_is_deterministic(tmp_path):
     assert gzip.decompress(path.read_bytes()).decode() == "id,r\np1,0.1\np2,-2.5\n"
     atomic_write_json(tmp_path / "a" / "b.json", {"k": 1})
     assert (tmp_path / "a" / "b.json").read_text().strip().startswith("{")
+
+
+def test_store_keeps_a_valid_entry_another_writer_stored_first(tmp_path, capsys):
+    """Two runs that both missed the cache both store: the second keeps the first's entry (a reader may be
+    using it, and it holds the same numbers) instead of deleting it under that reader."""
+    cache = Cache(tmp_path)
+    first = cache.store("teacher", "k", {}, _write)
+    inode = (first / "labels.csv.gz").stat().st_ino
+    assert cache.store("teacher", "k", {}, _write) == first
+    assert (first / "labels.csv.gz").stat().st_ino == inode
+    assert [p.name for p in (tmp_path / "teacher").iterdir()] == ["k"]   # the second's staging folder is gone
+    assert "invalid" not in capsys.readouterr().err
+
+
+def test_required_files_are_checked_whatever_the_manifest_lists(tmp_path, capsys):
+    cache = Cache(tmp_path)
+    folder = cache.store("teacher", "k", {}, _write, required=("labels.csv.gz", "model/*.bin"))
+    assert cache.load("teacher", "k", required=("labels.csv.gz", "model/*.bin")) == folder
+    assert cache.load("teacher", "k", required=("info.json",)) is None
+    assert "[cache] teacher/k is invalid (manifest does not list info.json); rebuilding it" in capsys.readouterr().err
+    try:
+        cache.store("teacher", "k", {}, _write, required=("info.json",))
+    except RuntimeError as error:   # a stage that does not write what it needs: a bug, caught at the store
+        assert str(error) == "cache entry teacher/k was written without info.json"
+    else:
+        raise AssertionError("stored an entry without a required file")
+    assert not (tmp_path / "teacher" / "k").exists()

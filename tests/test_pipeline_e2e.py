@@ -6,6 +6,7 @@ import pytest
 
 from bench.settings import RunSettings
 from bench import pipeline
+from bench.cli import main
 from bench.results import RESULT_FILE, SCORES_FILE, find_cells, load_cell, recompute_folder
 
 
@@ -123,3 +124,26 @@ def test_the_misfit_to_the_teacher_is_recorded(runs):
     for result in naive:
         assert result.misfit is not None and 0 < result.misfit.pairs <= 256
         assert 0.0 <= result.misfit.disagreement <= 100.0 and 0.0 <= result.misfit.squared <= 1.0
+
+
+def test_an_edited_result_is_not_a_finished_cell(runs, small_protocol, small_models, tmp_path, capsys, monkeypatch):
+    """A number changed by hand in result.json (checksums intact): not skipped by a rerun, not shown by
+    bench report. Before, the rerun said [skip] and the report showed the edited number (exit 0)."""
+    import shutil
+
+    out, cache, _, _ = runs
+    copy = tmp_path / "results"
+    shutil.copytree(out, copy)
+    folder = next(p.parent for p in sorted(copy.rglob(RESULT_FILE)) if "naive" in str(p))
+    result = json.loads((folder / RESULT_FILE).read_text())
+    result["eval_sets"][result["source"]]["student_acc"] += 1.0
+    (folder / RESULT_FILE).write_text(json.dumps(result))
+    assert load_cell(folder) is None
+    left_out = sum(load_cell(p.parent) is None for p in copy.rglob(RESULT_FILE))  # other tests damage cells of `runs`
+    capsys.readouterr()
+    assert main(["report", "--out", str(copy)]) == 0
+    assert f"{left_out} cells under {copy} are left out" in capsys.readouterr().err
+    calls = []
+    monkeypatch.setattr(pipeline, "run_cell", lambda ctx, source, seed: calls.append(source) or load_cell(folder))
+    pipeline.run(RunSettings(small_protocol, small_models, "naive", {}, [result["source"]], [0], copy, cache))
+    assert calls == [result["source"]]

@@ -12,7 +12,7 @@ from bench.io import sha256_file
 from bench.results import read_result
 from bench.submissions import (SUBMISSION_FILE, Validation, cell_folder, extract_upload, limits, public_command,
                                submit, teacher_conflicts, validate_submission, validate_tree)
-from small_runs import RUNS, edit_json, first_cell, flip_one_student_pair, reseal, small_runs, zip_folder
+from small_runs import RUNS, edit_json, first_cell, flip_one_student_pair, reseal, small_runs, submission_copy, zip_folder
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +23,7 @@ def runs(tmp_path_factory, small_protocol, small_models):
 @pytest.fixture
 def naive(runs, tmp_path):
     """A private copy of the naive submission to damage."""
-    folder = tmp_path / "naive"
-    shutil.copytree(runs.submissions / "mini-test" / "tiny-test" / "naive", folder)
-    return folder
+    return submission_copy(runs, tmp_path / "naive")
 
 
 def check(runs, folder) -> Validation:
@@ -232,7 +230,7 @@ def test_json_that_is_not_json_is_refused(runs, naive):
 def test_markup_and_control_characters_are_refused_in_any_text(runs, naive, field, value):
     edit_json(naive / SUBMISSION_FILE, lambda m: m.update({field: value}))
     found = errors(check(runs, naive))
-    assert f"submission.json: {field}: text " in found and "could be markup or script" in found
+    assert f"submission.json: {field}: text " in found and "could be markup, script or disguised text" in found
 
 
 def test_markup_inside_a_cell_result_is_refused(runs, naive):

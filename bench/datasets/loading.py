@@ -58,6 +58,7 @@ import importlib
 import json
 import random
 import re
+import zlib
 from collections import Counter
 from pathlib import Path
 from types import ModuleType
@@ -249,15 +250,37 @@ def _rows_of(files: list[Path]) -> Iterator[Any]:
             for batch in _parquet(path).iter_batches(batch_size=1024):
                 yield from batch.to_pylist()
             continue
-        opener = gzip.open if path.name.endswith(".gz") else open
-        with opener(path, "rt", encoding="utf-8") as handle:
-            for line in handle:
-                if not line.strip():
-                    continue
+        yield from _jsonl_rows(path)
+
+
+def _jsonl_rows(path: Path) -> Iterator[Any]:
+    """A jsonl(.gz) file's rows. Read as bytes and decoded a line at a time, so a line that is not
+    UTF-8 is dropped as malformed like one that is not JSON (a text-mode reader would stop the whole
+    load with a UnicodeDecodeError); lines end at \n, \r\n or \r as text mode splits them, so row
+    indices (pair ids) are what they were. A file that is not gzip, or is cut short, is an error
+    naming it: the rows read so far are not a split."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    try:
+        with opener(path, "rb") as handle:
+            for raw in handle:
                 try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    yield DropReason("malformed: line is not valid JSON")
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    if raw.strip():
+                        yield DropReason("malformed: line is not UTF-8")
+                    continue
+                for line in text.replace("\r\n", "\n").split("\r"):
+                    if not line.strip():
+                        continue
+                    try:
+                        yield json.loads(line)
+                    except json.JSONDecodeError:
+                        yield DropReason("malformed: line is not valid JSON")
+    except (OSError, EOFError, zlib.error) as error:  # gzip.BadGzipFile is an OSError
+        raise BenchError(f"{path}: cannot be read as {'gzip' if path.name.endswith('.gz') else 'a file'} "
+                         f"({type(error).__name__}: {error}): it is cut short or not what its name says. Fix: "
+                         f"download it again{' (or decompress it and name it .jsonl)' if path.name.endswith('.gz') else ''}"
+                         ".") from None
 
 
 def _parquet(path: Path):
@@ -265,4 +288,8 @@ def _parquet(path: Path):
         import pyarrow.parquet as pq
     except ImportError:
         raise BenchError(f"reading {path} needs pyarrow: pip install pyarrow (or convert the file to jsonl)") from None
-    return pq.ParquetFile(path)
+    try:
+        return pq.ParquetFile(path)
+    except Exception as error:  # pyarrow.ArrowInvalid (a cut or foreign file) and OSError: the file, not the code
+        raise BenchError(f"{path}: cannot be read as parquet ({type(error).__name__}: {error}): it is cut short or "
+                         "not what its name says. Fix: download it again.") from None

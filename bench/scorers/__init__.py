@@ -10,9 +10,14 @@ sequence in order (``spec``: the model's ModelSpec). The teacher is always score
 """
 from __future__ import annotations
 
-from typing import Callable
+import math
+from typing import TYPE_CHECKING, Callable
 
+from bench.errors import NonFiniteScoresError
 from bench.registry import Registry
+
+if TYPE_CHECKING:
+    from bench.data import Pair
 
 Scorer = Callable[..., list[float]]
 
@@ -26,3 +31,41 @@ def score_with_model(model, sequences, batch_size: int, desc: str = "scoring", *
 SCORERS: Registry[Scorer] = Registry("scorer")
 SCORERS.register("hf", score_with_model)
 SCORERS.register("vllm", "bench.scorers.vllm:score_with_vllm")
+
+# What each scorer needs, checked by ``bench run`` before any work (a scorer that cannot run on this
+# machine or this student would otherwise fail only after the teacher and the student trained):
+# ``check(spec)`` raises a BenchError that says what is missing. A scorer without one needs nothing.
+CHECKS: dict[str, str] = {"vllm": "bench.scorers.vllm:check_vllm"}
+
+
+def check_scorer(name: str, spec) -> None:
+    """Raise a BenchError if scorer ``name`` cannot score the student ``spec`` on this machine."""
+    from bench.registry import import_object
+
+    if name in CHECKS:
+        import_object(CHECKS[name])(spec)
+
+
+def score_eval_sets(model, formatter, evals: dict[str, list[Pair]], batch_size: int, who: str,
+                    scorer: Scorer = score_with_model) -> dict[str, tuple[list[float], list[float]]]:
+    """(r_chosen, r_rejected) per eval set, all sequences scored in one length-sorted pass."""
+    sequences, spans = [], {}
+    for name, pairs in evals.items():
+        start = len(sequences)
+        sequences += [formatter.encode(p.prompt, p.chosen) for p in pairs]
+        sequences += [formatter.encode(p.prompt, p.rejected) for p in pairs]
+        spans[name] = (start, len(pairs))
+    rewards = scorer(model, sequences, batch_size, desc=f"scoring {who}")
+    return {name: (rewards[start:start + n], rewards[start + n:start + 2 * n]) for name, (start, n) in spans.items()}
+
+
+def check_finite(scores: dict[str, tuple[list[float], list[float]]], model: str, cell: str) -> None:
+    """Stop a cell whose model gave a NaN or infinite score: counted as a wrong pair it would make a
+    wrong table that looks like a result."""
+    for name, (chosen, rejected) in scores.items():
+        bad = sum(not math.isfinite(v) for v in (*chosen, *rejected))
+        if bad:
+            raise NonFiniteScoresError(
+                f"{model} gave {bad} non-finite scores (NaN or infinite) on eval set {name} ({cell}): its weights are "
+                "broken although training finished. Check what the method does to the weights (its finish() or "
+                "loss), lower the learning rate, then rerun the cell; nothing was written for it")

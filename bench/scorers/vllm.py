@@ -29,17 +29,27 @@ def export_for_vllm(model, spec, folder: str) -> None:
     load_tokenizer(spec).save_pretrained(folder)
 
 
-def score_with_vllm(model, sequences, batch_size: int, desc: str = "scoring", *, spec) -> list[float]:
-    """Rewards of ``sequences`` in order (vLLM batches them itself; ``batch_size`` is the HF scorer's)."""
-    try:
-        from vllm import LLM, PoolingParams
-    except ImportError:
-        raise BenchError("--scorer vllm needs vLLM: pip install -e '.[vllm]' on a machine with a CUDA GPU") from None
+def check_vllm(spec) -> None:
+    """What --scorer vllm needs, checked before any work: a decoder student, vLLM installed and a CUDA GPU."""
+    import importlib.util
+
     if spec.architecture != "decoder":
         raise BenchError(f"--scorer vllm scores decoder reward models; {spec.name!r} is an {spec.architecture}. "
                          f"Use --scorer hf")
+    if importlib.util.find_spec("vllm") is None:
+        raise BenchError("--scorer vllm needs vLLM: pip install -e '.[vllm]' on a machine with a CUDA GPU")
     if not torch.cuda.is_available():
         raise BenchError("--scorer vllm needs a CUDA GPU; use --scorer hf on this machine")
+
+
+def score_with_vllm(model, sequences, batch_size: int, desc: str = "scoring", *, spec) -> list[float]:
+    """Rewards of ``sequences`` in order (vLLM batches them itself; ``batch_size`` is the HF scorer's)."""
+    check_vllm(spec)
+    try:
+        from vllm import LLM, PoolingParams
+    except ImportError as error:  # installed but broken (a CUDA or torch mismatch): say so
+        raise BenchError(f"--scorer vllm: vLLM is installed but does not import ({error}); reinstall it with "
+                         "pip install -e '.[vllm]'") from None
     dtype = str(model.get_input_embeddings().weight.dtype).removeprefix("torch.")
     with tempfile.TemporaryDirectory(prefix="shiftbench-vllm-") as folder:
         export_for_vllm(model, spec, folder)

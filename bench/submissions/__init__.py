@@ -9,9 +9,11 @@ A submission is one method x params x model pair x protocol, in a folder
 
 (``<source>`` is the dataset name with ``/`` written ``__``.) Validation only reads JSON and
 gzip'd CSV, with size limits checked before anything is read; it never imports or runs anything
-from a submission. Every accuracy, metric and the summary are recomputed from the per-pair scores
-and any mismatch is refused. Text that could be markup (``<`` or ``>``) or control characters is
-refused in every field, and names that could be paths are refused. Commands are recorded without
+from a submission. Every accuracy, metric, the summary and the intervals are recomputed from the
+per-pair scores and any mismatch is refused. Text that could be markup, script or disguised text (``<`` or ``>``,
+control, bidirectional and zero-width characters, HTML character references, ``javascript:``-style
+links: ``limits.unsafe_text``) is refused in every field, and names that could be paths are refused.
+Validation streams and stops early, so its memory is bounded whatever the files hold (``limits``). Commands are recorded without
 the submitter's local paths (``commands.public_command``), and one holding an absolute path is
 refused.
 
@@ -22,6 +24,7 @@ One job per module:
 - ``schema``: the pydantic models of submission.json, and its fields computed from the cells;
 - ``commands``: commands as a submission records them, without local paths;
 - ``check``: reading and checking one submission (``validate_submission``);
+- ``scores``: reading one scores file in bounded memory (``read_scores``);
 - ``tree``: many submissions (``validate_tree``, ``find_submissions``, ``teacher_conflicts``);
 - ``pack``: ``bench submit`` (``submit``);
 - ``upload``: a .zip upload unpacked without trusting it (``extract_upload``).

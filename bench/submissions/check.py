@@ -1,32 +1,32 @@
 """Reading and checking one submission folder (``validate_submission``): its inventory of files, its
 JSON and scores files, its protocol and model pair against the registries, its commands, and every
 cell's numbers recomputed from the per-pair scores. It only reads JSON and gzip'd CSV, with the size
-limits checked before anything is read; nothing of a submission is imported or run."""
+limits checked before anything is read; nothing of a submission is imported or run. A scores file
+is streamed a line at a time and read only as far as its cell's declared pairs, and problems are
+kept up to a bound per file, so what validation holds is bounded (limits.py says how far)."""
 from __future__ import annotations
 
-import csv
-import gzip
-import io
 import json
 import math
 import os
 import stat
-import zlib
+import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from pydantic import BaseModel, ValidationError
 
 from bench.io import sha256_file
-from bench.results import (RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORE_COLUMNS, SCORES_FILE, CellResult,
+from bench.results import (RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE, CellResult,
                            params_slug, recompute)
 from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.stats import cell_from_scores
 from bench.submissions import limits
 from bench.submissions.commands import absolute_paths
 from bench.submissions.limits import (CELL_FILE_RE, NAME_RE, PARAM_KEY_RE, REGENERATE, SCHEMA_VERSION, SUBMISSION_FILE,
-                                      UNSAFE_TEXT_RE, Validation, _Stop, cell_folder)
+                                      UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder, unsafe_text)
 from bench.submissions.schema import SubmissionFile, code_version, submission_intervals, submission_summary
+from bench.submissions.scores import as_rows, read_scores
 
 
 # --- small helpers --------------------------------------------------------------------------------------
@@ -49,10 +49,11 @@ def _strings(obj: Any, loc: tuple = ()) -> Iterator[tuple[tuple, str]]:
 
 def _check_text(v: Validation, file: str, obj: Any) -> None:
     for loc, text in _strings(obj):
-        if UNSAFE_TEXT_RE.search(text):
-            v.error(file, _field(loc), f"text {text[:60]!r} contains '<', '>' or a control character, "
-                                       "which could be markup or script where it is shown",
-                    "remove those characters (names, commands and notes are plain text)")
+        what = unsafe_text(text)
+        if what:
+            v.error(file, _field(loc), f"text {text[:60]!r} contains {what}, which could be markup, script or "
+                                       "disguised text where it is shown",
+                    f"remove it: names, commands and notes are {UNSAFE_TEXT_HELP}")
         elif len(text) > limits.MAX_TEXT_CHARS:
             v.error(file, _field(loc), f"text of {len(text)} characters (limit {limits.MAX_TEXT_CHARS})", "shorten it")
 
@@ -213,52 +214,6 @@ def _check_models(v: Validation, meta: dict, model_pairs: Mapping[str, ModelPair
                 f"{', '.join(differing)}", "rerun with the registered model pair and submit again")
 
 
-def _read_scores(v: Validation, rel: str, path: Path, eval_sets: set[str]) -> list[dict[str, str]] | None:
-    try:
-        with gzip.open(path, "rb") as handle:
-            data = handle.read(limits.MAX_SCORES_BYTES + 1)
-    except (OSError, EOFError, zlib.error) as error:
-        v.error(rel, "", f"is not a readable gzip file ({error})", REGENERATE)
-        return None
-    if len(data) > limits.MAX_SCORES_BYTES:
-        v.error(rel, "", f"decompresses to more than {limits.MAX_SCORES_BYTES} bytes", REGENERATE)
-        return None
-    try:
-        reader = csv.reader(io.StringIO(data.decode("utf-8"), newline=""))
-        header = next(reader, None)
-        rows = list(reader)
-    except (UnicodeDecodeError, csv.Error) as error:
-        v.error(rel, "", f"is not UTF-8 CSV ({error})", REGENERATE)
-        return None
-    if header != list(SCORE_COLUMNS):
-        v.error(rel, "header", f"is {header}, expected {list(SCORE_COLUMNS)}", REGENERATE)
-        return None
-    seen, parsed, bad = set(), [], []
-    for line, row in enumerate(rows, start=2):
-        if len(row) != len(SCORE_COLUMNS):
-            bad.append(f"line {line}: {len(row)} fields")
-            continue
-        record = dict(zip(SCORE_COLUMNS, row))
-        if record["eval_set"] not in eval_sets:
-            bad.append(f"line {line}: eval set {record['eval_set'][:60]!r} is not one of this cell's")
-        elif (record["eval_set"], record["pair_id"]) in seen:
-            bad.append(f"line {line}: pair {record['pair_id'][:60]!r} of {record['eval_set']} twice")
-        elif UNSAFE_TEXT_RE.search(record["pair_id"]):
-            bad.append(f"line {line}: pair id contains '<', '>' or a control character")
-        else:
-            try:
-                if not all(math.isfinite(float(record[c])) for c in SCORE_COLUMNS[2:]):
-                    raise ValueError
-            except ValueError:
-                bad.append(f"line {line}: scores must be finite numbers")
-                continue
-            seen.add((record["eval_set"], record["pair_id"]))
-            parsed.append(record)
-    for problem in bad[:10]:
-        v.error(rel, "", problem, REGENERATE)
-    return None if bad else parsed
-
-
 def _close(a: float | None, b: float | None) -> bool:
     """Summary values: equal to 1e-9, or both missing (a spread over one seed is None)."""
     if a is None or b is None or (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
@@ -305,17 +260,38 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
                 f"{sorted(set(roles) - {source})}", REGENERATE)
     if result.scores_file is None or result.scores_file.sha256 != ref["scores_sha256"]:
         v.error(rel_result, "scores_file.sha256", "does not match the scores file", REGENERATE)
-    rows = _read_scores(v, rel_scores, v.folder / rel_scores, set(result.eval_sets))
+    # The scores file is read only as far as the pairs result.json declares, so those must be bounded
+    # first: the protocol's eval sets (checked above), each with at most its test split's pairs.
+    most = min(protocol.test_size, limits.MAX_PAIRS_PER_EVAL_SET)
+    oversize = {name: e.n_pairs for name, e in result.eval_sets.items() if not 0 <= e.n_pairs <= most}
+    for name, n in oversize.items():
+        v.error(rel_result, f"eval_sets.{name}.n_pairs", f"is {n}; {protocol.name} scores from 0 to {most} pairs per "
+                "test split (its test_size), so the scores file is not read", REGENERATE)
+    if oversize or set(result.eval_sets) != set(roles):
+        return result
+    rows = read_scores(v, rel_scores, v.folder / rel_scores, {k: e.n_pairs for k, e in result.eval_sets.items()})
     if rows is not None:  # the one recompute, as bench verify's
-        problems = recompute(result, rows)
+        problems = recompute(result, as_rows(rows))
         for fld, problem in problems:
             v.error(rel_result, fld, problem, "the numbers must be the ones the per-pair scores give; " + REGENERATE)
-        if not problems:  # what the board's intervals are computed from
-            v.pairs.append(cell_from_scores(result, rows, rel_result))
+        if not problems:  # what the board's intervals are computed from (at most the declared pairs)
+            v.pairs.append(cell_from_scores(result, as_rows(rows), rel_result))
     return result
 
 
-def _check(v: Validation, protocols, model_pairs) -> None:
+def _in_time(v: Validation, started: float, budget: float | None, doing: str) -> None:
+    """Stop (an error, not a hang) once validation has run ``budget`` seconds: the leaderboard checks
+    uploads in its own process. Checked between cells, so one cell's time is bounded by its rows."""
+    elapsed = time.monotonic() - started
+    if budget is not None and elapsed > budget:
+        v.error(".", "", f"validation stopped after {elapsed:.0f} s, before {doing}: an upload is checked within "
+                f"{budget:.0f} s, and a submission of a registered protocol takes seconds",
+                "run `bench validate FOLDER` on your machine, which has no time limit, and fix what it reports")
+        raise _Stop
+
+
+def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -> None:
+    started = time.monotonic()
     files = _inventory(v)
     meta = _read_json(v, v.folder, SUBMISSION_FILE, SubmissionFile).model_dump()
     v.submission = meta
@@ -358,7 +334,8 @@ def _check(v: Validation, protocols, model_pairs) -> None:
         if CELL_FILE_RE.fullmatch(rel):
             v.error(rel, "", "is not listed in submission.json", "remove it, or " + REGENERATE)
 
-    for key in sorted(listed, key=lambda k: (k[0], protocol.datasets.index(k[1]))):
+    for i, key in enumerate(sorted(listed, key=lambda k: (k[0], protocol.datasets.index(k[1])))):
+        _in_time(v, started, budget, f"cell {i + 1} of {len(listed)} (seed {key[0]}, {key[1]})")
         result = _check_cell(v, meta, protocol, listed[key], files)
         if result is not None:
             v.cells.append(result)
@@ -373,6 +350,7 @@ def _check(v: Validation, protocols, model_pairs) -> None:
                 v.error(SUBMISSION_FILE, f"summary.{name}", f"is {meta['summary'].get(name)} but the cells give "
                         f"{value}", REGENERATE)
         if len(v.pairs) == len(v.cells):   # every cell recomputed: so can its intervals
+            _in_time(v, started, budget, "the intervals")
             _check_intervals(v, meta["intervals"], submission_intervals(v.pairs))
         if meta["code_version"] != code_version(v.cells):
             v.error(SUBMISSION_FILE, "code_version", "does not match the cells' recorded environments", REGENERATE)
@@ -397,13 +375,17 @@ def _check_intervals(v: Validation, stored: dict, recomputed: dict) -> None:
 
 
 def validate_submission(folder: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
-                        model_pairs: Mapping[str, ModelPairSpec] | None = None) -> Validation:
-    """Check one submission folder. ``protocols`` / ``model_pairs`` add specs to the registries' (tests)."""
+                        model_pairs: Mapping[str, ModelPairSpec] | None = None,
+                        time_budget_s: float | None = None) -> Validation:
+    """Check one submission folder. ``protocols`` / ``model_pairs`` add specs to the registries' (tests).
+    ``time_budget_s``: stop with an error after this long (checked between cells; the leaderboard
+    passes limits.UPLOAD_TIME_BUDGET_S for uploads, bench validate none)."""
     v = Validation(Path(folder))
     try:
-        _check(v, protocols, model_pairs)
+        _check(v, protocols, model_pairs, time_budget_s)
     except _Stop:
         pass
     except (OSError, KeyError, TypeError, ValueError) as error:  # malformed beyond what the schema says
         v.error(".", "", f"could not be read: {type(error).__name__}: {str(error)[:200]}", REGENERATE)
+    v.close()
     return v

@@ -18,12 +18,60 @@ SUBMISSION_FILE = "submission.json"
 MAX_SUBMISSION_BYTES = 50 * 2**20      # all files of one submission on disk (or in an upload)
 MAX_JSON_BYTES = 2 * 2**20             # one submission.json or result.json
 MAX_SCORES_BYTES = 64 * 2**20          # one scores file, decompressed
+MAX_SCORES_LINE_BYTES = 4096           # one line of a scores file (a real one is under 200 bytes)
+MAX_PAIRS_PER_EVAL_SET = 100_000       # n_pairs of one eval set; the protocol's test_size bounds it first (1,000 for the real one)
 MAX_FILES = 5000
 MAX_TEXT_CHARS = 4000                  # one string field
+MAX_ERRORS_PER_KIND = 10               # bad lines of one kind reported per scores file, then "and N more lines like these"
+MAX_ERRORS_PER_FILE = 50               # problems kept per file, then "and N more problems in this file"
+UPLOAD_TIME_BUDGET_S = 120.0           # the leaderboard's upload check stops, between cells, after this long
+
+# Memory: what validating one submission holds at most, whatever its files say. Validation streams and
+# stops early, so this does not grow with a file's size:
+# - a scores file is decompressed a line at a time (one line, at most MAX_SCORES_LINE_BYTES, plus
+#   gzip's buffers) and read only up to the rows its result.json declares: the sum of n_pairs over the
+#   cell's eval sets, which must be the protocol's (the source and its siblings), each n_pairs at most
+#   min(protocol.test_size, MAX_PAIRS_PER_EVAL_SET). The rows kept take about 0.3 KB each (two strings
+#   and four floats; a passing cell's are turned into per-pair arrays for the board's intervals), so a
+#   cell of the real protocol (1,000 pairs x at most 4 eval sets) holds ~1-2 MB and any cell at most
+#   eval sets x min(test_size, MAX_PAIRS_PER_EVAL_SET) x ~0.5 KB; cells are read one after another;
+# - problems: at most MAX_ERRORS_PER_FILE per file (and MAX_ERRORS_PER_KIND per kind of bad scores
+#   line), each a line of text: a few KB per file, however many lines are bad;
+# - a JSON file is parsed whole, but only after its size is checked (MAX_JSON_BYTES; ~10x in objects).
+# Before this bound, a 4 MB scores.csv.gz that inflates to 64 MB of rows made `bench validate` use
+# 1.7 GB; tests/test_reliability_input.py checks that such a file now adds under 32 MB (tracemalloc).
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,95}")     # protocol, model pair, method, slug
 PARAM_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-UNSAFE_TEXT_RE = re.compile(r"[<>\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Text that is shown on the board must read as what it is. Refused, in any string of a submission:
+# '<' and '>' (markup), control characters (terminal escapes; tab and newline are allowed), bidi
+# controls U+202A-U+202E and U+2066-U+2069 (they reorder what is shown, so a name can read as
+# another), zero-width characters U+200B-U+200D, U+2060, U+FEFF (two names that look the same but
+# differ), HTML character references ('&lt;', '&#60', '&#x3c;', and a bare '&lt', which HTML still decodes, even in
+# '&ltb': markup once something unescapes it; a plain '&' as in 'R&D' or 'AT&T' is fine), and javascript:, data: and
+# vbscript: links, case-insensitively and with the tabs and newlines a browser ignores inside them.
+_LINK_SCHEMES = "|".join("[\t\n\r]*".join(scheme) for scheme in ("javascript", "vbscript", "data"))
+UNSAFE_TEXT_RE = re.compile(
+    r"(?P<markup>[<>])|(?P<control>[\x00-\x08\x0b\x0c\x0e-\x1f\x7f])"
+    r"|(?P<bidi>[\u202a-\u202e\u2066-\u2069])|(?P<invisible>[\u200b-\u200d\u2060\ufeff])"
+    r"|(?P<entity>&(?:#[xX]?[0-9A-Fa-f]*;?|[A-Za-z][A-Za-z0-9]*;|(?:lt|gt|amp|quot|apos)))"
+    rf"|(?P<link>\b(?:{_LINK_SCHEMES})[\t\n\r]*:)", re.IGNORECASE)
+_UNSAFE_KINDS = {"markup": "'<' or '>' (markup)", "control": "a control character",
+                 "bidi": "a bidirectional control character", "invisible": "a zero-width character",
+                 "entity": "an HTML character reference", "link": "a script or data link"}
+UNSAFE_TEXT_HELP = ("plain text only: no '<', '>', control, bidirectional or zero-width characters, HTML character "
+                    "references (&lt; &#60;) or javascript:/data:/vbscript: links")
+
+
+def unsafe_text(text: str) -> str | None:
+    """What in ``text`` could be markup, script or disguised text where it is shown (e.g. "a zero-width
+    character U+200B"), or None when it is plain text."""
+    found = UNSAFE_TEXT_RE.search(text)
+    if found is None:
+        return None
+    kind, what = found.lastgroup, found.group()
+    shown = f" {what!r}" if kind in ("entity", "link") else (f" U+{ord(what):04X}" if kind != "markup" else "")
+    return _UNSAFE_KINDS[kind] + shown
 CELL_FILE_RE = re.compile(r"cells/seed(\d+)/([A-Za-z0-9][A-Za-z0-9._+=-]*)/(result\.json|scores\.csv\.gz)")
 REGENERATE = "regenerate the submission with `bench submit` from the run's results"
 
@@ -67,8 +115,21 @@ class Validation:
         s = self.submission
         return self.name or (f"{s['protocol']['name']}/{s['models']['name']}/{s['slug']}" if s else self.folder.name)
 
+    more: dict = field(default_factory=dict)    # file -> problems beyond MAX_ERRORS_PER_FILE, counted not kept
+
     def error(self, file: str, fld: str, message: str, fix: str) -> None:
+        # Kept up to a bound per file: a file of a million bad strings must not become a million messages.
+        if sum(p.file == file for p in self.errors) >= MAX_ERRORS_PER_FILE:
+            self.more[file] = self.more.get(file, 0) + 1
+            return
         self.errors.append(Problem(file, fld, message, fix))
+
+    def close(self) -> None:
+        """Add one "and N more" line per file whose problems went past the bound."""
+        for file, n in self.more.items():
+            self.errors.append(Problem(file, "", f"and {n} more problems in this file (the first "
+                                       f"{MAX_ERRORS_PER_FILE} are listed)", "fix those, then validate again"))
+        self.more = {}
 
     def warn(self, file: str, fld: str, message: str, fix: str) -> None:
         self.warnings.append(Problem(file, fld, message, fix))

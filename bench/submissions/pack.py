@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Mapping
 
 from bench.errors import BenchError
-from bench.io import atomic_write_json, sha256_file
+from bench.io import apply_umask, atomic_write_json, sha256_file
 from bench.results import RESULT_FILE, SCORES_FILE, CellResult, load_cell, params_slug
 from bench.specs import ModelPairSpec, ProtocolSpec
-from bench.submissions.check import _check_text, validate_submission
+from bench.submissions.check import validate_submission
 from bench.submissions.commands import public_command
-from bench.submissions.limits import KIND, SCHEMA_VERSION, SUBMISSION_FILE, Validation, cell_folder
+from bench.submissions.limits import (KIND, MAX_TEXT_CHARS, SCHEMA_VERSION, SUBMISSION_FILE, UNSAFE_TEXT_HELP,
+                                      cell_folder, unsafe_text)
 from bench.stats import load_cells
 from bench.submissions.schema import code_version, submission_intervals, submission_summary
 
@@ -31,7 +32,9 @@ def _group_cells(paths: list[Path]) -> dict[tuple, list[tuple[Path, CellResult]]
             result = load_cell(result_file.parent)
             if result is None:
                 raise BenchError(f"{result_file.parent} is not a finished cell (result.json unreadable, another schema, "
-                                 "or the scores file changed); rerun it with bench run, or move it away")
+                                 "the scores file changed, a non-finite score, or numbers that do not recompute from "
+                                 "the scores: `bench verify` says which); rerun the cell with bench run (--force), "
+                                 "or move it away")
             key = (result.protocol.name, result.models["name"], params_slug(result.method.name, result.method.params))
             groups[key].append((result_file.parent, result))
     if not groups:
@@ -111,10 +114,10 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
     ``bench submit`` line) and the cells' commands are stored through ``public_command``."""
     from bench.protocols import PROTOCOLS
 
-    text = Validation(Path("."))
-    _check_text(text, "--submitter", {"submitter": submitter})
-    if text.errors or not submitter.strip():
-        raise BenchError(f"--submitter {submitter!r}: give a plain name without '<', '>' or control characters")
+    what = unsafe_text(submitter)   # the same rule as validation's, said before anything is packed
+    if what or not submitter.strip() or len(submitter) > MAX_TEXT_CHARS:
+        raise BenchError(f"--submitter {submitter[:100]!r}: " + (f"contains {what}; " if what else "") +
+                         f"give a plain name: {UNSAFE_TEXT_HELP}, at most {MAX_TEXT_CHARS} characters")
     plans, problems = [], []
     for (protocol_name, models, slug), cells in sorted(_group_cells(paths).items()):
         protocol = (protocols or {}).get(protocol_name) or PROTOCOLS.get(protocol_name)
@@ -130,6 +133,7 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
     for chosen, protocol, destination in plans:
         destination.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
+        apply_umask(staging)  # mkdtemp's folder is 0700; the submission is shared as the user's umask says
         try:
             _write(chosen, protocol, staging, submitter, command)
             check = validate_submission(staging, protocols, model_pairs)

@@ -1,0 +1,126 @@
+"""The teacher stage of a cell: the weak model trained on half A with gold labels, its soft labels
+on half B, and its scores on every eval set; cached by a hash of everything that decides it (the
+code and platform included), so every method and rerun on the same cell reuses it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.data import OrderedPair, Pair, random_order, sub_seed
+from bench.distributed import on_main_process
+from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
+from bench.models import load_reward_model, score
+from bench.scorers import check_finite, score_eval_sets
+from bench.train import TrainExample, train_reward_model
+from bench.versions import TEACHER_CODE, code_version, platform_version
+from methods.naive import Naive
+
+if TYPE_CHECKING:
+    from bench.pipeline import RunContext
+
+TEACHER_STAGE_VERSION = "teacher/v1"
+TEACHER_FILES = ("model/config.json", "model/*.safetensors", "labels.csv.gz", "scores.csv.gz", "info.json")
+
+
+@dataclass
+class Teacher:
+    key: str
+    reused: bool
+    ordered: list[OrderedPair]            # half B, each pair in its seeded random order
+    soft_labels: list[float]              # q = P(a > b) from the teacher, one per ordered pair
+    scores: dict[str, tuple[list[float], list[float]]]   # eval set -> (r_chosen, r_rejected)
+    info: dict = field(default_factory=dict)
+
+
+def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
+                  evals: dict[str, list[Pair]], timings: dict[str, float]) -> Teacher:
+    inputs = {
+        "stage": TEACHER_STAGE_VERSION,
+        "protocol": ctx.protocol.name, "protocol_hash": ctx.protocol_hash,
+        "source": source, "seed": seed, "eval_sets": sorted(evals),
+        "weak": ctx.models.weak, "weak_revision": ctx.revisions["weak"], "weak_formatter": ctx.formatter("weak").provenance(),
+        "data": ctx.data_fingerprint(source),
+        "train": ctx.models.teacher_train, "score_batch_size": ctx.models.score_batch_size,
+        "code": teacher_code(ctx.loaders(source)), "platform": platform_version(),
+    }
+    key = ctx.cache.key(inputs)
+    # Held from the lookup to the store: a second run on this cache waits here, then reuses this entry.
+    with ctx.cache.lock("teacher", key, collective=True):
+        return _teacher_stage(ctx, source, seed, half_a, half_b, evals, timings, key, inputs)
+
+
+def teacher_code(loaders: tuple[str, ...] = ()) -> str:
+    """The version of the code that decides a teacher entry: the modules of bench.versions.TEACHER_CODE
+    (this one among them) and the cell's dataset ``loaders``."""
+    return code_version(TEACHER_CODE + loaders)
+
+
+def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
+                   evals: dict[str, list[Pair]], timings: dict[str, float], key: str, inputs: dict) -> Teacher:
+    ordered = random_order(half_b, seed)
+    folder = ctx.cache.load("teacher", key, required=TEACHER_FILES)
+    if folder is not None:
+        teacher = _read_teacher(folder, key, ordered)
+        if teacher is not None:
+            timings.update(teacher_train=0.0, teacher_label=0.0, teacher_score=0.0)
+            return teacher
+        on_main_process(lambda: ctx.cache.discard("teacher", key, "it does not match this cell's pairs"))
+
+    weak = ctx.formatter("weak")
+    t = time.perf_counter()
+    model = load_reward_model(ctx.models.weak, seed=sub_seed(seed, "teacher-init"))
+    gold = [TrainExample(weak.encode(p.prompt, p.chosen), weak.encode(p.prompt, p.rejected), 1.0) for p in half_a]
+    train_log = train_reward_model(model, gold, ctx.models.teacher_train, Naive(),
+                                   seed=sub_seed(seed, "teacher-order"), desc=f"teacher {source} s{seed}")
+    timings["teacher_train"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    sequences = [weak.encode(o.pair.prompt, o.a) for o in ordered] + [weak.encode(o.pair.prompt, o.b) for o in ordered]
+    rewards = score(model, sequences, ctx.models.score_batch_size, desc="teacher labels")
+    r_a, r_b = rewards[:len(ordered)], rewards[len(ordered):]
+    soft = [1.0 / (1.0 + math.exp(-(a - b))) for a, b in zip(r_a, r_b)]
+    timings["teacher_label"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    scores = score_eval_sets(model, weak, evals, ctx.models.score_batch_size, "teacher")
+    timings["teacher_score"] = time.perf_counter() - t
+    check_finite({"half B (its labels)": (r_a, r_b), **scores}, f"teacher {ctx.models.weak.name}", f"{source} seed {seed}")
+
+    agree = sum((q > 0.5) == o.a_is_chosen for q, o in zip(soft, ordered)) + 0.5 * sum(q == 0.5 for q in soft)
+    info = {"train": train_log,
+            "labels": {"pairs": len(soft), "mean_q": sum(soft) / len(soft),
+                       "a_is_chosen_share": sum(o.a_is_chosen for o in ordered) / len(ordered),
+                       "agreement_with_gold": 100.0 * agree / len(soft)},
+            "timings_s": {k: timings[k] for k in ("teacher_train", "teacher_label", "teacher_score")}}
+
+    def write(folder: Path) -> None:
+        model.save_pretrained(folder / "model")
+        (folder / "labels.csv.gz").write_bytes(csv_gz_bytes(
+            ("pair_id", "a_is_chosen", "teacher_a", "teacher_b", "q"),
+            [(o.pair.id, int(o.a_is_chosen), a, b, q) for o, a, b, q in zip(ordered, r_a, r_b, soft)]))
+        (folder / "scores.csv.gz").write_bytes(csv_gz_bytes(
+            ("eval_set", "pair_id", "r_chosen", "r_rejected"),
+            [(name, p.id, c, r) for name, pairs in evals.items() for p, c, r in zip(pairs, *scores[name])]))
+        atomic_write_json(folder / "info.json", info)
+
+    on_main_process(lambda: ctx.cache.store("teacher", key, inputs, write, required=TEACHER_FILES))
+    return Teacher(key=key, reused=False, ordered=ordered, soft_labels=soft, scores=scores, info=info)
+
+
+def _read_teacher(folder: Path, key: str, ordered: list[OrderedPair]) -> Teacher | None:
+    labels = read_csv_gz(folder / "labels.csv.gz")
+    if [(r["pair_id"], r["a_is_chosen"] == "1") for r in labels] != [(o.pair.id, o.a_is_chosen) for o in ordered]:
+        return None
+    scores: dict[str, tuple[list[float], list[float]]] = {}
+    for row in read_csv_gz(folder / "scores.csv.gz"):
+        chosen, rejected = scores.setdefault(row["eval_set"], ([], []))
+        chosen.append(float(row["r_chosen"]))
+        rejected.append(float(row["r_rejected"]))
+    info = json.loads((folder / "info.json").read_text())
+    return Teacher(key=key, reused=True, ordered=ordered, soft_labels=[float(r["q"]) for r in labels],
+                   scores=scores, info=info)
