@@ -7,6 +7,7 @@ from pathlib import Path
 def print_registered(what: str, data_dir: Path | None = None) -> None:
     """Every registered method, protocol, model pair or dataset (``what``), one entry a few lines;
     with ``data_dir``, each real dataset's rows read, kept and dropped there."""
+    from bench.formatting import READOUTS, readout_of
     from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
     from methods import METHODS, describe_params, get_method_class, load_plugins, method_origin
 
@@ -27,8 +28,9 @@ def print_registered(what: str, data_dir: Path | None = None) -> None:
         for name in MODEL_PAIRS.names():
             m = MODEL_PAIRS.get(name)
             defaults = "; ".join(f"{method}: " + ", ".join(f"{k}={v}" for k, v in params) for method, params in m.method_defaults)
+            reads = ", ".join(f"{w} {READOUTS[readout_of(spec)][1]}" for w, spec in (("weak", m.weak), ("strong", m.strong)))
             print(f"{name}: weak {m.weak.name} ({m.weak.path}), strong {m.strong.name} ({m.strong.path})\n"
-                  f"  {m.description}\n  method defaults: {defaults or 'none'}")
+                  f"  {m.description}\n  readout: {reads}\n  method defaults: {defaults or 'none'}")
     else:
         for name in DATASETS.names():
             d = DATASETS.get(name)

@@ -1,10 +1,13 @@
 """The exact token layout a reward model reads: one (prompt, response) pair as ids and a response mask.
 
 Encoders: ``[CLS] prompt [SEP] response [SEP]`` from the tokenizer's pair template; the reward is
-read at the first token. Decoders: the model's chat template with the response as the assistant
-turn; the reward is read at the last real token, which is always a token the template closes the
-turn with (``<|im_end|>\\n``, ``<|eot_id|>``). Both mask exactly the response's own tokens, so
-that ANCHOR-style penalties never see prompt, template or padding tokens.
+read at the first token by default (``READOUTS`` has the others). Decoders: the model's chat
+template with the response as the assistant turn; the reward is read at the last real token, which
+is always a token the template closes the turn with (``<|im_end|>\\n``, ``<|eot_id|>``). The
+response mask, which is what ANCHOR-style penalties see, holds the assistant turn: on encoders the
+response's own tokens; on decoders those and the template's closing tokens of the turn, which end
+the response as the model writes it and hold the decoder's readout token, so that the token the
+head reads is anchored. Prompt, template headers, system text and padding are never in it.
 
 Truncation is the same rule for both (``ProtocolSpec.truncation``): the prompt from the left (the
 latest turn is kept) down to a quarter of the budget, then the response from the right. For
@@ -42,7 +45,8 @@ SENTINEL = "SHIFTBENCH_RESPONSE_SENTINEL"
 
 
 class Encoded:
-    """One (prompt, response) sequence: ``response_mask`` is 1 exactly on the response's own tokens.
+    """One (prompt, response) sequence: ``response_mask`` is 1 exactly on the assistant turn's tokens
+    (the response's own, and on decoders the template's closing tokens: see the module docstring).
 
     Held as compact arrays (4 bytes per token id, 1 per flag) because a run holds every training and
     test sequence at once, and a Python list costs about 40 bytes per id (docs/performance.md §5).
@@ -60,7 +64,7 @@ class Encoded:
 
     input_ids = property(lambda self: self._ids.tolist(), doc="token ids, as a list")
     token_type_ids = property(lambda self: self._types.tolist(), doc="segment ids (0 for decoders)")
-    response_mask = property(lambda self: self._mask.tolist(), doc="1 on the response's own tokens")
+    response_mask = property(lambda self: self._mask.tolist(), doc="1 on the assistant turn's tokens")
 
     def arrays(self) -> tuple[array, array, array]:
         """The stored (ids, token types, response mask) arrays, without copies; do not modify them."""
@@ -79,6 +83,29 @@ class Encoded:
     def __repr__(self) -> str:
         return (f"Encoded(input_ids={self.input_ids}, token_type_ids={self.token_type_ids}, "
                 f"response_mask={self.response_mask}, truncated={self.truncated})")
+
+
+# Where a reward head can read: name -> (the architecture it applies to, what it reads). "first" and
+# "last" are the transformers heads' own readouts; the response readouts pool the last layer's states
+# over the response mask (the tokens ANCHOR anchors) and pass them through the model's own pooler, when
+# it has one (BERT's dense + tanh), and head, so that only the token read changes (bench.models).
+READOUTS = {
+    "first": ("encoder", "first token"),
+    "last": ("decoder", "last real token (the template's last closing token)"),
+    "response_mean": ("encoder", "mean of the last layer's states over the response's tokens, through the pooler"),
+    "response_last": ("encoder", "last layer's state at the response's last token, through the pooler"),
+}
+DEFAULT_READOUTS = {"encoder": "first", "decoder": "last"}
+
+
+def readout_of(spec: ModelSpec) -> str:
+    """The spec's readout, checked against its architecture."""
+    readout = spec.readout or DEFAULT_READOUTS[spec.architecture]
+    if readout not in READOUTS or READOUTS[readout][0] != spec.architecture:
+        known = ", ".join(name for name, (arch, _) in READOUTS.items() if arch == spec.architecture)
+        raise BenchError(f"model {spec.name!r}: readout {readout!r} is not one for {spec.architecture}s; "
+                         f"use one of: {known}")
+    return readout
 
 
 def prompt_text(prompt: tuple[Message, ...]) -> str:
@@ -124,7 +151,7 @@ class EncoderFormatter:
     re-tokenizing a concatenated string.
     """
 
-    def __init__(self, tokenizer, max_length: int):
+    def __init__(self, tokenizer, max_length: int, readout: str = "first"):
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None:
             raise TypeError("encoder reward models need a fast (tokenizers-backed) tokenizer")
@@ -133,6 +160,7 @@ class EncoderFormatter:
         self.backend.no_truncation()
         self.backend.no_padding()
         self.max_length = max_length
+        self.readout = readout
         self.budget = max_length - self.backend.num_special_tokens_to_add(True)
         if self.budget < 8:
             raise BenchError(f"max_length {max_length} leaves no room for a prompt and a response")
@@ -153,7 +181,7 @@ class EncoderFormatter:
         return {"kind": "encoder pair template", "tokenizer_class": type(tok).__name__,
                 "tokenizer_sha256": _sha256(self.backend.to_str()),
                 "special_tokens": {k: str(v) for k, v in tok.special_tokens_map.items()},
-                "pad_token_id": tok.pad_token_id, "padding_side": "right", "readout": "first token",
+                "pad_token_id": tok.pad_token_id, "padding_side": "right", "readout": READOUTS[self.readout][1],
                 "max_length": self.max_length, "truncation": TRUNCATION}
 
 
@@ -252,7 +280,7 @@ class DecoderFormatter:
         if kept:
             prompt_ids, response_ids = prompt_ids[len(prompt_ids) - kept[0]:], response_ids[:kept[1]]
         ids = before_ids[:lead] + prompt_ids + response_ids + after_ids
-        mask = [0] * (lead + len(prompt_ids)) + [1] * len(response_ids) + [0] * len(after_ids)
+        mask = [0] * (lead + len(prompt_ids)) + [1] * (len(response_ids) + len(after_ids))
         return Encoded(input_ids=ids, token_type_ids=[0] * len(ids), response_mask=mask, truncated=kept is not None)
 
     def provenance(self) -> dict[str, Any]:
@@ -265,12 +293,14 @@ class DecoderFormatter:
                 "add_special_tokens": False,
                 "bos_token": tok.bos_token, "eos_token": tok.eos_token, "tokenizer_pad_token": tok.pad_token,
                 "pad_token_id": self.pad_id, "pad_token": "dedicated id one past the tokenizer's largest id",
-                "padding_side": "right", "readout": "last real token (the template's last closing token)",
+                "padding_side": "right", "readout": READOUTS["last"][1],
+                "response_mask": "the response's tokens and the template's closing tokens of the assistant turn",
                 "max_length": self.max_length, "truncation": DECODER_TRUNCATION}
 
 
 def formatter_for(spec: ModelSpec, tokenizer, max_length: int) -> EncoderFormatter | DecoderFormatter:
+    readout = readout_of(spec)
     if spec.architecture == "encoder":
-        return EncoderFormatter(tokenizer, max_length)
+        return EncoderFormatter(tokenizer, max_length, readout)
     return DecoderFormatter(tokenizer, max_length, name=spec.name, chat_template=spec.chat_template,
                             template_kwargs=dict(spec.chat_template_kwargs))

@@ -1,9 +1,11 @@
 """Reward models: a transformers backbone with a scalar head; batches; scoring.
 
-``AutoModelForSequenceClassification(num_labels=1)`` is the reward model for both families:
-encoders read the first token ([CLS]); decoders the last token whose id is not the pad id, and
-the pad id is one the tokenizer can never produce (``bench.formatting.dedicated_pad_id``), so with
-right padding that is always the sequence's last real token. Dropout is switched off everywhere,
+``AutoModelForSequenceClassification(num_labels=1)`` is the reward model for both families. Where
+its head reads is the spec's readout (``READOUTS``): by default encoders read the first token
+([CLS]); decoders the last token whose id is not the pad id, and the pad id is one the tokenizer
+can never produce (``bench.formatting.dedicated_pad_id``), so with right padding that is always the
+sequence's last real token (``bench.formatting.READOUTS``). Every forward that needs rewards goes
+through ``reward_forward``. Dropout is switched off everywhere,
 in training as well as scoring (as TRL's RewardTrainer does by default): scores are then a pure
 function of the weights, and ANCHOR's penalty is exactly zero before the first step.
 The token layout (what a model reads) lives in ``bench.formatting``; the pretrained reference a
@@ -23,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from torch import nn
 
 from bench.errors import BenchError
-from bench.formatting import (DecoderFormatter, Encoded, EncoderFormatter, dedicated_pad_id,  # noqa: F401 (re-exported)
-                              formatter_for, prompt_text)
+from bench.formatting import (READOUTS, DecoderFormatter, Encoded, EncoderFormatter,  # noqa: F401 (re-exported)
+                              dedicated_pad_id, formatter_for, prompt_text, readout_of)
 from bench.io import sha256_file
 from bench.registry import import_object
 from bench.specs import ModelSpec
@@ -52,8 +54,12 @@ def weights_revision(spec: ModelSpec) -> dict:
     """What exactly was loaded: the hub commit, or for a local folder the sha256 of its weight files."""
     path = Path(resolve_path(spec))
     if path.is_dir():
-        return {"source": "local", "path": spec.path, "weights_sha256": _folder_weights_sha256(str(path)),
-                "requested_revision": spec.revision}
+        from bench.smollm2 import source_of
+
+        revision = {"source": "local", "path": spec.path, "weights_sha256": _folder_weights_sha256(str(path)),
+                    "requested_revision": spec.revision}
+        converted = source_of(path)   # a folder converted from another format (the smol pair's GGUF)
+        return {**revision, "converted_from": converted} if converted else revision
     from transformers import AutoConfig
 
     config = AutoConfig.from_pretrained(spec.path, revision=spec.revision)
@@ -184,6 +190,7 @@ def load_reward_model(spec: ModelSpec, seed: int) -> nn.Module:
             warnings.warn(f"model {spec.name!r}: its {spec.dtype} weights ({dtype}) will be trained in full; AdamW "
                           f"updates below that dtype's resolution are lost. Use LoRA (ModelSpec.lora) or float32",
                           stacklevel=2)
+    model.shiftbench_readout = readout_of(spec)
     if spec.gradient_checkpointing:  # transformers 5 renamed it; 4.x has the old name only
         enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
         enable({"use_reentrant": False})
@@ -196,6 +203,12 @@ def frozen_copy(model: nn.Module) -> nn.Module:
     reference = copy.deepcopy(model).eval()
     reference.requires_grad_(False)
     return reference
+
+
+def inner_model(model: nn.Module) -> nn.Module:
+    """The transformers model inside a peft wrapper (peft keeps it at ``base_model.model``)."""
+    inner = getattr(getattr(model, "base_model", None), "model", None)
+    return inner if inner is not None and hasattr(model, "peft_config") else model
 
 
 def is_lora_model(model: nn.Module) -> bool:
@@ -244,6 +257,36 @@ def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return inputs
 
 
+def reward_forward(model: nn.Module, batch: dict[str, torch.Tensor], output_hidden_states: bool = False,
+                   run: nn.Module | None = None) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
+    """One forward: the rewards (float32, one per row) read where the model's readout says, and every
+    layer's hidden states when asked. ``run`` is what to call when it wraps ``model`` (a DDP wrapper)."""
+    readout = getattr(model, "shiftbench_readout", None)
+    pooled = readout in ("response_mean", "response_last")
+    out = (run or model)(**model_inputs(batch), output_hidden_states=output_hidden_states or pooled)
+    hidden = out.hidden_states if output_hidden_states else None
+    if not pooled:
+        return out.logits[:, 0].float(), hidden
+    return read_response(inner_model(model), out.hidden_states[-1], batch["response_mask"], readout), hidden
+
+
+def read_response(model: nn.Module, last: torch.Tensor, response_mask: torch.Tensor, readout: str) -> torch.Tensor:
+    """The reward from the last layer's states at the response: their mean or the last one, then the
+    model's pooler (when it has one) and head. A row without response tokens reads zeros."""
+    mask = response_mask.to(last.dtype).unsqueeze(-1)
+    if readout == "response_mean":
+        vector = (last * mask).sum(1) / mask.sum(1).clamp(min=1)
+    else:
+        positions = torch.arange(last.shape[1], device=last.device)
+        index = (response_mask * positions).argmax(1)  # the largest masked position
+        vector = last[torch.arange(last.shape[0], device=last.device), index] * mask.amax(1)
+    pooler = getattr(model.base_model, "pooler", None)
+    if pooler is not None:
+        vector = pooler.activation(pooler.dense(vector))
+    _, head = head_of(model)
+    return head(vector)[:, 0].float()
+
+
 @torch.no_grad()
 def score(model: nn.Module, sequences: list[Encoded], batch_size: int, desc: str = "scoring") -> list[float]:
     """r(x) for each sequence, in order. Sorted by length so batches carry little padding; the
@@ -258,7 +301,7 @@ def score(model: nn.Module, sequences: list[Encoded], batch_size: int, desc: str
     for start in tqdm(range(0, len(order), batch_size), desc=desc, unit="batch", leave=False):
         index = order[start:start + batch_size]
         batch = {k: v.to(device) for k, v in collate([sequences[i] for i in index], pad_id).items()}
-        logits = model(**model_inputs(batch)).logits[:, 0].float().tolist()
+        logits = reward_forward(model, batch)[0].tolist()
         for i, value in zip(index, logits):
             rewards[i] = value
     return rewards

@@ -130,6 +130,10 @@ class ModelSpec:
     lora: tuple[tuple[str, Any], ...] | None = None   # frozen_map(r=, alpha=, dropout=, target_modules=) or None
     chat_template: str | None = None   # decoders: a Jinja chat template to use instead of the tokenizer's
     chat_template_kwargs: tuple[tuple[str, Any], ...] = ()   # decoders: fixed template variables (e.g. date_string)
+    # Where the reward head reads (bench.models.READOUTS): None is the architecture's own, the first
+    # token ([CLS]) for encoders and the last real token for decoders; encoders may also read the
+    # mean of the response's tokens (response_mean) or its last token (response_last).
+    readout: str | None = None
 
 
 @dataclass(frozen=True)

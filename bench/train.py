@@ -20,7 +20,7 @@ from torch import nn
 from bench.cache import SharedWork
 from bench.distributed import on_cpu, shard
 from bench.errors import TrainingDivergedError
-from bench.models import Encoded, collate, model_inputs
+from bench.models import Encoded, collate, reward_forward
 from bench.specs import TrainConfig
 from methods.base import Method, Step
 
@@ -147,12 +147,11 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
             batch["example_index"] = torch.tensor(mine + mine)  # each row's example: a rows, then b rows
             host_batch = batch
             batch = {key: value.to(device, non_blocking=True) for key, value in batch.items()}
-            out = wrapped(**model_inputs(batch), output_hidden_states=method.needs_hidden_states)
-            rewards = out.logits[:, 0].float()
+            rewards, hidden = reward_forward(model, batch, method.needs_hidden_states, run=wrapped)
             n = len(chunk)
             step = Step(r_a=rewards[:n], r_b=rewards[n:], batch=batch,
                         target=torch.tensor([ex.target for ex in chunk], dtype=torch.float32, device=device),
-                        hidden_states=out.hidden_states if method.needs_hidden_states else None,
+                        hidden_states=hidden,
                         model=model, index=len(losses) + len(unread), total=total, host_batch=host_batch)
             loss, logs = method.loss(step)
             batch_loss = loss.detach() * (weight / world)

@@ -147,17 +147,11 @@ def soft_bt_loss(r_a: torch.Tensor, r_b: torch.Tensor, target: torch.Tensor) -> 
 def head_parameter_names(model: nn.Module) -> set[str]:
     """The reward head's parameters: those of the ``score`` (decoders) or ``classifier`` (encoders)
     module, matched by identity so that a LoRA (peft) wrapper, which renames everything, changes nothing."""
-    from bench.models import head_of
+    from bench.models import head_of, inner_model
 
-    _, head = head_of(_unwrap(model))
+    _, head = head_of(inner_model(model))
     ids = {id(p) for p in head.parameters()}
     return {name for name, p in model.named_parameters() if id(p) in ids}
-
-
-def _unwrap(model: nn.Module) -> nn.Module:
-    """The transformers model inside a peft wrapper (peft keeps it at ``base_model.model``)."""
-    inner = getattr(getattr(model, "base_model", None), "model", None)
-    return inner if inner is not None and hasattr(model, "peft_config") else model
 
 
 def backbone_parameters(model: nn.Module) -> dict[str, nn.Parameter]:

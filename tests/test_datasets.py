@@ -196,10 +196,9 @@ def test_parquet_without_a_required_column_names_it(tmp_path):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     (tmp_path / "ultrafeedback").mkdir()
-    pq.write_table(pa.Table.from_pylist([{"prompt": "x", "chosen": [], "rejected": []}]),
+    pq.write_table(pa.Table.from_pylist([{"prompt": "x", "chosen": []}]),
                    tmp_path / "ultrafeedback" / "test_prefs.parquet")
-    with pytest.raises(BenchError, match=r"w2s/ultrafeedback.*test_prefs\.parquet has no column 'score_chosen', "
-                                         r"'score_rejected'.*Fix"):
+    with pytest.raises(BenchError, match=r"w2s/ultrafeedback.*test_prefs\.parquet has no column 'rejected'.*Fix"):
         load("ultrafeedback", "test_prefs", data_dir=tmp_path)
 
 
@@ -398,6 +397,21 @@ def test_realdata_hh_rlhf(tmp_path, short, rows, kept, dropped, with_human, run_
     # the shared prefix runs on into the responses in 437 helpful / 445 harmless rows (realdata README; 2 of the
     # helpful ones are dropped): those pairs keep their common start, where the naive endswith check would cut it
     assert sum(p.chosen[0] == p.rejected[0] for p in loaded.pairs) == run_on
+
+
+@needs_realdata
+@pytest.mark.parametrize("split, dropped", [("test_prefs", {"identical responses": 11, "empty response": 2}),
+                                            ("train_prefs", {"identical responses": 1, "empty response": 2})])
+def test_realdata_ultrafeedback_without_score_columns(tmp_path, split, dropped):
+    """The realdata copy kept only chosen and rejected: no score rule applies, identical responses
+    are still dropped (11 in test_prefs, 1 in train_prefs: the realdata README), as are 2 rows per split
+    with an empty response (counted here), and pairs have no margin."""
+    (tmp_path / "ultrafeedback").mkdir()
+    (tmp_path / "ultrafeedback" / f"{split}.jsonl.gz").symlink_to(
+        REALDATA / "ultrafeedback_binarized" / f"{split}.first500.jsonl.gz")
+    loaded = load("ultrafeedback", split, data_dir=tmp_path)
+    assert loaded.provenance["rows_read"] == 500 and loaded.provenance["dropped"] == dropped
+    assert all(p.meta == {} and p.prompt[-1][0] == "user" for p in loaded.pairs)
 
 
 @needs_realdata

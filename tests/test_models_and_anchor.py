@@ -106,3 +106,43 @@ def test_bad_params_fail_with_the_valid_ones():
     assert make_method("anchor", {}, {"lam": 0.5}).params.lam == 0.5
     with pytest.raises(ValueError, match=r"the model pair sets lam=0.5"):
         make_method("anchor", {"lam": "x"}, {"lam": 0.5})
+
+
+# --- readouts: where the reward head reads ----------------------------------------------------------
+@pytest.mark.parametrize("readout", ["response_mean", "response_last"])
+def test_response_readouts_read_the_response_through_pooler_and_head(readout, strong_spec, tokenizer):
+    import dataclasses
+
+    from bench.models import reward_forward
+
+    spec = dataclasses.replace(strong_spec, readout=readout)
+    model = load_reward_model(spec, seed=0)
+    fmt = formatter_for(spec, tokenizer, 64)
+    assert fmt.provenance()["readout"].startswith("mean" if readout == "response_mean" else "last layer")
+    seqs = [fmt.encode(PROMPT, RESPONSE), fmt.encode(PROMPT, "Stir.")]
+    batch = collate(seqs, model.config.pad_token_id)
+    rewards, hidden = reward_forward(model, batch, output_hidden_states=True)
+    # by hand: the last layer's states at the masked tokens, pooled, then BERT's pooler (dense + tanh) and the head
+    for row, sequence in enumerate(seqs):
+        states = hidden[-1][row, :len(sequence)][torch.tensor(sequence.response_mask, dtype=torch.bool)]
+        vector = states.mean(0) if readout == "response_mean" else states[-1]
+        expected = model.classifier(torch.tanh(model.bert.pooler.dense(vector)))[0]
+        assert rewards[row].item() == pytest.approx(expected.item(), abs=1e-5)
+    # not the [CLS] readout, and padding does not move it: each row alone gives the same reward
+    assert not torch.allclose(rewards, model(**model_inputs(batch)).logits[:, 0])
+    alone = [reward_forward(model, collate([s], model.config.pad_token_id))[0].item() for s in seqs]
+    assert alone == pytest.approx(rewards.tolist(), abs=1e-5)
+    assert score(model, seqs, batch_size=1) == pytest.approx(rewards.tolist(), abs=1e-5)
+
+
+def test_readout_must_fit_the_architecture(strong_spec):
+    import dataclasses
+
+    from bench.errors import BenchError
+    from bench.models import readout_of
+
+    assert readout_of(strong_spec) == "first"
+    with pytest.raises(BenchError, match="readout 'last' is not one for encoders; use one of: first, response_mean"):
+        readout_of(dataclasses.replace(strong_spec, readout="last"))
+    with pytest.raises(BenchError, match="readout 'mean' is not one for encoders"):
+        load_reward_model(dataclasses.replace(strong_spec, readout="mean"), seed=0)

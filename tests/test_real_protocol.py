@@ -57,6 +57,11 @@ def test_real_hh_rows_are_in_the_data_dir_when_realdata_is_there(data_dir):
     train = load_pairs(spec, "train", None, data_dir).provenance
     test = load_pairs(spec, "test", None, data_dir).provenance
     assert train["rows_read"] + test["rows_read"] == 2354 and train["kept"] + test["kept"] == 2348
+    # UltraFeedback's real rows, so that the helpful category has two real datasets
+    spec = DATASETS.get("w2s/ultrafeedback")
+    assert [load_pairs(spec, split, None, data_dir).provenance["kept"] for split in ("train_prefs", "test_prefs")] \
+        == [497, 487]
+    assert "first 500 of each split" in (data_dir / "README.md").read_text()
 
 
 @pytest.mark.parametrize("extra, message", [

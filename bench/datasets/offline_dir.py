@@ -8,12 +8,17 @@ stand-ins for the rest.
   stable hash of each line (60% / 40%). The real train splits are not available offline; a train
   pool taken from the real test file is a choice made here, in the open, and recorded: DEST's
   README says so, and each result records the files' sha256.
-* ``helpsteer3``, ``ultrafeedback``, ``pku-saferlhf``, ``rail-hh-10k`` (and hh when ``--realdata`` is
+* ``ultrafeedback``: the real first 500 rows of ``train_prefs`` and of ``test_prefs``
+  (``--realdata``'s ``ultrafeedback_binarized``), copied line for line. That copy kept only the
+  ``chosen`` and ``rejected`` columns, so the normaliser's score rules do not apply to it (see
+  bench/datasets/ultrafeedback.py).
+* ``helpsteer3``, ``pku-saferlhf``, ``rail-hh-10k`` (and hh and UltraFeedback when ``--realdata`` is
   not given): rows in the dataset's ORIGINAL schema, generated from the ``mini`` domains (helpful
   ones for the helpful datasets, harmless ones for the harmless), including the traps the
   normalisers handle (HelpSteer3 ties, UltraFeedback equal scores, PKU rows where better != safer,
   RAIL multi-turn contexts). They exercise the real loaders and normalisers end to end; their
-  accuracies say nothing about the real datasets.
+  accuracies say nothing about the real datasets. ``--realdata``'s 11 real PKU-SafeRLHF rows are too
+  few for a train pool and a test split, so PKU stays synthetic (the tests read those rows).
 
 This is what `bench run --protocol w2s-shift-v1 --data-dir DEST` runs on offline (README: "The real
 protocol").
@@ -36,6 +41,9 @@ SYNTHETIC = {  # dataset -> the mini domain its stand-in rows come from
 }
 SPLITS = {"helpsteer3": ("train", "validation"), "ultrafeedback": ("train_prefs", "test_prefs")}
 REAL_HH = {"hh-helpful": "hh_rlhf_helpful", "hh-harmless": "hh_rlhf_harmless"}
+# dataset -> (realdata folder, {split: file}): real rows copied as they are
+REAL_COPIES = {"ultrafeedback": ("ultrafeedback_binarized", {"train_prefs": "train_prefs.first500.jsonl.gz",
+                                                             "test_prefs": "test_prefs.first500.jsonl.gz"})}
 
 
 def build(dest: Path, realdata: Path | None = None, rows: int = 400) -> dict[str, str]:
@@ -53,6 +61,12 @@ def build(dest: Path, realdata: Path | None = None, rows: int = 400) -> dict[str
             split_real_file(real, folder)
             kinds[name] = "real"
             continue
+        copies = real_copies(realdata, name)
+        if copies:
+            for split, path in copies.items():
+                shutil.copyfile(path, folder / f"{split}.jsonl.gz")
+            kinds[name] = "real"
+            continue
         train, test = SPLITS.get(name, ("train", "test"))
         for split, n in ((train, rows), (test, max(2, rows // 2))):
             write_jsonl(folder / f"{split}.jsonl", [to_schema(name, i, p) for i, p in enumerate(
@@ -61,6 +75,15 @@ def build(dest: Path, realdata: Path | None = None, rows: int = 400) -> dict[str
         kinds[name] = "synthetic"
     (dest / "README.md").write_text(readme(kinds, realdata))
     return kinds
+
+
+def real_copies(realdata: Path | None, name: str) -> dict[str, Path]:
+    """split -> real file for a dataset whose real rows come as whole splits, when all of them are there."""
+    if realdata is None or name not in REAL_COPIES:
+        return {}
+    folder, files = REAL_COPIES[name]
+    paths = {split: realdata / folder / file for split, file in files.items()}
+    return paths if all(p.is_file() for p in paths.values()) else {}
 
 
 def split_real_file(path: Path, folder: Path) -> None:
@@ -123,7 +146,12 @@ def readme(kinds: dict[str, str], realdata: Path | None) -> str:
              "Written by `python -m bench.datasets.offline_dir`. Not the protocol's data: use it to run the "
              "real loaders and pipeline with no Hub.", ""]
     for name, kind in kinds.items():
-        if kind == "real":
+        if kind == "real" and name in REAL_COPIES:
+            folder, files = REAL_COPIES[name]
+            lines.append(f"- `{name}`: REAL rows, the first 500 of each split ({', '.join(files)} under "
+                         f"{realdata / folder}), copied unchanged; that copy kept only the chosen and rejected "
+                         f"columns, so no score-based filtering applies.")
+        elif kind == "real":
             lines.append(f"- `{name}`: REAL rows of Anthropic hh-rlhf's test split ({realdata / REAL_HH[name]}), "
                          f"split 60/40 by a hash of each line into train.jsonl.gz and test.jsonl.gz "
                          f"(the real train split is not available offline).")
@@ -136,7 +164,8 @@ def readme(kinds: dict[str, str], realdata: Path | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.datasets.offline_dir", description=__doc__.split("\n\n")[0])
     parser.add_argument("dest", type=Path)
-    parser.add_argument("--realdata", type=Path, help="folder with hh_rlhf_helpful/ and hh_rlhf_harmless/ test files")
+    parser.add_argument("--realdata", type=Path, help="folder laid out as ../shared/realdata (hh_rlhf_helpful/, "
+                                                      "hh_rlhf_harmless/, ultrafeedback_binarized/)")
     parser.add_argument("--rows", type=int, default=400, help="synthetic train rows per dataset (test: half)")
     args = parser.parse_args(argv)
     for name, kind in build(args.dest, args.realdata, args.rows).items():
