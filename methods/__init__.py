@@ -32,6 +32,14 @@ METHODS.register("length", "methods.length:Length")
 METHODS.register("lp-ft", "methods.lp_ft:LPFT", aliases=("lpft",))
 METHODS.register("wise-ft", "methods.wise_ft:WiseFT", aliases=("wiseft",))
 METHODS.register("l2-sp", "methods.l2_sp:L2SP", aliases=("l2sp",))
+METHODS.register("entropy", "methods.entropy:Entropy")
+METHODS.register("window", "methods.window:Window")
+METHODS.register("product", "methods.product:Product")
+METHODS.register("adaptconf", "methods.adaptconf:AdaptConf", aliases=("adapt-conf",))
+METHODS.register("gce", "methods.gce:GCE")
+METHODS.register("unbiased", "methods.unbiased:Unbiased", aliases=("rdpo",))
+METHODS.register("bsr", "methods.bsr:BSR")
+METHODS.register("probe", "methods.probe:Probe", aliases=("linear-probe",))
 
 _PLUGIN_ORIGIN: dict[str, dict] = {}   # method name -> where it came from, when not built in
 _plugins_loaded = False

@@ -28,12 +28,20 @@ class LPFT(Naive):
         lp_lr: float = Field(1e-3, gt=0.0, allow_inf_nan=False)
 
     def fit(self, student, examples, cfg, train):
-        head = head_parameter_names(student)
-        trainable = {name: p.requires_grad for name, p in student.named_parameters()}
-        for name, p in student.named_parameters():
-            p.requires_grad_(name in head)
-        probe = train(student, examples, dataclasses.replace(cfg, learning_rate=self.params.lp_lr,
-                                                             epochs=self.params.lp_epochs))
-        for name, p in student.named_parameters():
-            p.requires_grad_(trainable[name])
+        probe = train_head_only(student, examples, dataclasses.replace(cfg, learning_rate=self.params.lp_lr,
+                                                                       epochs=self.params.lp_epochs), train)
         return {**train(student, examples, cfg), "linear_probe": probe}
+
+
+def train_head_only(student, examples, cfg, train) -> dict:
+    """A linear probe: ``train(student, examples, cfg)`` with only the reward head trainable (the loop's
+    optimizer takes the parameters that require grad), then every parameter's requires_grad as it was,
+    so that a phase after it trains what the model pair trains. Used by ``lp-ft`` and ``probe``."""
+    head = head_parameter_names(student)
+    trainable = {name: p.requires_grad for name, p in student.named_parameters()}
+    for name, p in student.named_parameters():
+        p.requires_grad_(name in head)
+    log = train(student, examples, cfg)
+    for name, p in student.named_parameters():
+        p.requires_grad_(trainable[name])
+    return log
