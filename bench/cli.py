@@ -41,33 +41,40 @@ def parse_grid(text: str) -> tuple[str, list[str]]:
     return key, points
 
 
+def add_cell_arguments(parser: argparse.ArgumentParser, out: str = "results", what: str = "results folder") -> None:
+    """Which cells (protocol, model pair, sources, seeds), where they are written and read from: what
+    `bench run`, `bench sweep`, `bench labels` and `bench evaluate` share."""
+    parser.add_argument("--protocol", default="mini", help="protocol name (default: mini)")
+    parser.add_argument("--models", default="tiny", help="model pair name (default: tiny)")
+    parser.add_argument("--source", nargs="+", metavar="NAME",
+                        help="sources to run (default: every dataset of the protocol)")
+    parser.add_argument("--seeds", nargs="+", type=parse_seed, metavar="N",
+                        help="seeds to run, each 0 <= N < 2**31 (every RNG a run seeds takes 31 bits as they are); "
+                             "default: the protocol's first seed. Any seed runs, but a leaderboard submission takes "
+                             "the protocol's seeds (bench list protocols)")
+    parser.add_argument("--out", type=Path, default=Path(out), help=f"{what} (default: ./{out})")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help="teacher cache (default: $SHIFTBENCH_CACHE or ~/.cache/shiftbench)")
+    parser.add_argument("--data-dir", type=Path, metavar="DIR",
+                        help="read real datasets from local files in their original schema instead of the Hub "
+                             "(layout: bench/datasets/loading.py)")
+    parser.add_argument("--cap-train", type=int, metavar="N",
+                        help="use at most N train-pool pairs per source (a capped protocol, named and hashed as such)")
+    parser.add_argument("--cap-test", type=int, metavar="N", help="use at most N pairs per test split (as --cap-train)")
+
+
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
     """What `bench run` and `bench sweep` share."""
     run.add_argument("--method", help="method name (bench list methods); optional with a --method-file that defines one")
     run.add_argument("--method-file", type=Path, metavar="FILE.py",
                      help="a Python file defining a Method subclass (see docs/adding-a-method.md)")
-    run.add_argument("--protocol", default="mini", help="protocol name (default: mini)")
-    run.add_argument("--models", default="tiny", help="model pair name (default: tiny)")
-    run.add_argument("--source", nargs="+", metavar="NAME", help="sources to run (default: every dataset of the protocol)")
-    run.add_argument("--seeds", nargs="+", type=parse_seed, metavar="N",
-                     help="seeds to run, each 0 <= N < 2**31 (every RNG a run seeds takes 31 bits as they are); "
-                          "default: the protocol's first seed. Any seed runs, but a leaderboard submission takes "
-                          "the protocol's seeds (bench list protocols)")
+    add_cell_arguments(run)
     run.add_argument("--param", action="append", type=parse_param, default=[], metavar="KEY=VALUE",
                      help="a method parameter, repeatable (e.g. --param lam=1e-4 --param layers=mid)")
-    run.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
-    run.add_argument("--cache-dir", type=Path, default=None,
-                     help="teacher cache (default: $SHIFTBENCH_CACHE or ~/.cache/shiftbench)")
     run.add_argument("--force", action="store_true", help="recompute cells that already have results")
     run.add_argument("--scorer", choices=["hf", "vllm"], default="hf",
                      help="how the student is scored: hf (default) or vllm, for decoder reward models on a GPU "
                           "(pip install -e '.[vllm]'; docs/performance.md)")
-    run.add_argument("--data-dir", type=Path, metavar="DIR",
-                     help="read real datasets from local files in their original schema instead of the Hub "
-                          "(layout: bench/datasets/loading.py)")
-    run.add_argument("--cap-train", type=int, metavar="N",
-                     help="use at most N train-pool pairs per source (a capped protocol, named and hashed as such)")
-    run.add_argument("--cap-test", type=int, metavar="N", help="use at most N pairs per test split (as --cap-train)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,6 +99,52 @@ def build_parser() -> argparse.ArgumentParser:
                             "--slurm gpus_per_node=1)")
     sweep.add_argument("--slurm-folder", type=Path, default=Path("submitit"),
                        help="submitit's job files and logs (default: ./submitit)")
+
+    labels = sub.add_parser(
+        "labels", help="export each cell's student training data (half B with the teacher's soft labels) for "
+                       "training a student elsewhere (docs/bring-your-own-student.md)",
+        description="Export each cell's student training data: half B of the source's train pool with the teacher's "
+                    "soft labels, as a datasets dataset and as JSONL in TRL's preference format, with a card and "
+                    "provenance, to OUT/<protocol>/<models>/seed<N>/<source>/. The labels are the teacher's as every "
+                    "teacher-label method (naive, anchor, ...) trains on them; label-side methods, which change the "
+                    "labels before the student sees them, will add a --method option here with that pipeline stage.")
+    add_cell_arguments(labels, out="labels", what="labels folder")
+    labels.add_argument("--force", action="store_true",
+                        help="replace a cell's labels folder that holds other labels (the teacher changed since)")
+
+    evaluate = sub.add_parser(
+        "evaluate", help="score a reward model trained anywhere (a checkpoint or a peft adapter) on the protocol's "
+                         "cells, as a normal cell result marked external (docs/bring-your-own-student.md)",
+        description="Score a reward model trained outside the harness on each cell's ID and OOD test splits, against "
+                    "the cell's cached teacher, and write a normal cell result (per-pair scores, WRG/AOG/NTS) marked "
+                    "as external, with the checkpoint's sha256 or hub commit and the digest of the labels it was "
+                    "trained on. --student, --adapter and --labels may name each cell with {seed}, {source} (the short "
+                    "name) and {cell} (<protocol>/<models>/seed<N>/<source folder>, the layout of bench labels).")
+    evaluate.add_argument("--name", required=True,
+                          help="the student's name on the board (not a registered method's), e.g. trl-soft-bt")
+    evaluate.add_argument("--student", metavar="PATH_OR_HUB_ID",
+                          help="the reward model: a folder save_pretrained wrote, or a hub id "
+                               "(AutoModelForSequenceClassification, one label, safetensors); with --adapter, its base "
+                               "(default: the pair's strong model)")
+    evaluate.add_argument("--revision", metavar="R", help="the hub revision (branch, tag or commit) of --student")
+    evaluate.add_argument("--adapter", metavar="PATH_OR_HUB_ID",
+                          help="a peft adapter (task_type SEQ_CLS, head included) on --student")
+    evaluate.add_argument("--labels", type=Path, required=True, metavar="DIR",
+                          help="the labels the student was trained on: the --out folder of bench labels (or one cell's "
+                               "folder, or its train.jsonl); refused unless they are the cell's")
+    evaluate.add_argument("--param", action="append", type=parse_param, default=[], metavar="KEY=VALUE",
+                          help="a setting of the external training to show with the name, repeatable (recorded as "
+                               "given, e.g. --param loss=soft-bt)")
+    evaluate.add_argument("--paper", default="", help="where the training method is described (shown as its paper)")
+    add_cell_arguments(evaluate)
+    evaluate.add_argument("--force", action="store_true", help="score cells that already have results again")
+
+    export = sub.add_parser("export", help="write a submission's per-pair scores and summary as a Hub dataset folder "
+                                           "(parquet and a dataset card; datasets.load_dataset(DIR) reads it)")
+    export.add_argument("submission", type=Path, help="a submission folder (it holds submission.json)")
+    export.add_argument("dest", type=Path, help="the folder to write (push it with: hf upload ORG/NAME DIR "
+                                                "--repo-type dataset)")
+    export.add_argument("--force", action="store_true", help="replace DEST if it exists")
 
     ls = sub.add_parser("list", help="list registered methods, protocols, model pairs or datasets")
     ls.add_argument("what", choices=["methods", "protocols", "models", "datasets"])
@@ -167,7 +220,12 @@ def chosen_method(args: argparse.Namespace) -> str:
 
 
 def run_settings(args: argparse.Namespace):
-    """The run's settings from the command line, built once. The options that need resolving (names
+    """The run's settings from the command line (`bench run`, `bench sweep`)."""
+    return cell_settings(args, chosen_method(args))
+
+
+def cell_settings(args: argparse.Namespace, method: str):
+    """A command's settings from the command line, built once. The options that need resolving (names
     to specs, defaults that depend on the protocol) are resolved here; every other option is copied by
     its name, so a new one needs only its field in RunSettings and its argument in the parser."""
     import dataclasses
@@ -176,7 +234,6 @@ def run_settings(args: argparse.Namespace):
     from bench.protocols import PROTOCOLS, model_pair_from_cli
     from bench.settings import RunSettings, default_cache_dir
 
-    method = chosen_method(args)
     for flag, value in (("--cap-train", args.cap_train), ("--cap-test", args.cap_test)):
         if value is not None and value < 2:
             raise BenchError(f"{flag} {value}: give at least 2 pairs (each half needs one)")
@@ -194,10 +251,11 @@ def run_settings(args: argparse.Namespace):
     models = model_pair_from_cli(args.models)
     check_model_folders(models)
     resolved = {"protocol": protocol, "models": models, "method": method,
-                "params": dict(args.param), "sources": tuple(resolve_sources(protocol, args.source)),
+                "params": dict(getattr(args, "param", ())), "sources": tuple(resolve_sources(protocol, args.source)),
                 "seeds": tuple(args.seeds or ()), "cache_dir": args.cache_dir or default_cache_dir(),
                 "command": shlex.join(["bench", *sys.argv[1:]])}
-    copied = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunSettings) if f.name not in resolved}
+    copied = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunSettings)
+              if f.name not in resolved and hasattr(args, f.name)}
     return RunSettings(**resolved, **copied)
 
 
@@ -265,6 +323,42 @@ def cmd_sweep(args: argparse.Namespace) -> int:
           f"{settings.models.name}: one row per grid point")
     print(method_table(results).to_string(index=False))
     print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
+    return 0
+
+
+def cmd_labels(args: argparse.Namespace) -> int:
+    from bench.labels import export_labels
+
+    settings = cell_settings(args, "naive")   # the labels of the teacher-label methods, naive's among them
+    for folder in export_labels(settings, force=args.force):
+        print(f"labels: {folder}")
+    print(f"\ntrain a student on each cell's train.jsonl (or dataset/), then: bench evaluate --name NAME "
+          f"--protocol {settings.protocol.name} --models {settings.models.name} --student 'STUDENTS/{{cell}}' "
+          f"--labels {args.out} (docs/bring-your-own-student.md)")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from bench.evaluate import evaluate
+    from bench.report import cell_table
+
+    settings = cell_settings(args, args.name)
+    results = evaluate(settings, args.student, revision=args.revision, adapter=args.adapter, labels=args.labels,
+                       params=dict(args.param), paper=args.paper)
+    print(f"\n{args.name} (external training: scores recompute, training not reproduced) on "
+          f"{settings.protocol.name} v{settings.protocol.version} with {settings.models.name}; accuracy in points, "
+          "teacher = weak model, student = the checkpoint")
+    print(cell_table(results))
+    print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from bench.export import export_submission
+
+    dest = export_submission(args.submission, args.dest, force=args.force)
+    print(f"exported: {dest} (datasets.load_dataset({str(dest)!r}) reads it; push it with "
+          f"hf upload ORG/NAME {dest} --repo-type dataset)")
     return 0
 
 
@@ -404,8 +498,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     try:
-        return {"run": cmd_run, "sweep": cmd_sweep, "list": cmd_list, "card": cmd_card, "report": cmd_report, "compare": cmd_compare,
-                "verify": cmd_verify,
+        return {"run": cmd_run, "sweep": cmd_sweep, "labels": cmd_labels, "evaluate": cmd_evaluate, "export": cmd_export,
+                "list": cmd_list, "card": cmd_card, "report": cmd_report, "compare": cmd_compare, "verify": cmd_verify,
                 "submit": cmd_submit, "validate": cmd_validate, "leaderboard": cmd_leaderboard}[args.command](args)
     except CellsFailedError as error:  # the run went on past these cells: exit 1, not the bad-input 2
         print(f"bench: {error}", file=sys.stderr)

@@ -1,15 +1,17 @@
 """Atomic writes, checksums and deterministic compressed CSV: nothing half-written is ever read back."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import hashlib
 import io
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -62,6 +64,25 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def staged_folder(dest: str | os.PathLike) -> Iterator[Path]:
+    """A folder to fill, made beside ``dest`` (same file system) with the umask's mode; when the block
+    ends without an error it replaces ``dest`` by a rename, so a reader never sees half a folder; on
+    an error it is removed and ``dest`` is left as it was."""
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    apply_umask(staging)   # mkdtemp's folder is 0700
+    try:
+        yield staging
+        if dest.exists():
+            shutil.rmtree(dest)
+        staging.rename(dest)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -28,6 +28,7 @@ from bench.errors import BenchError
 from bench.formatting import (READOUTS, DecoderFormatter, Encoded, EncoderFormatter,  # noqa: F401 (re-exported)
                               dedicated_pad_id, formatter_for, prompt_text, readout_of)
 from bench.io import sha256_file
+from bench.pair_rows import additive_mask, collate_pairs, row_length
 from bench.registry import import_object
 from bench.specs import ModelSpec
 
@@ -190,7 +191,7 @@ def load_reward_model(spec: ModelSpec, seed: int) -> nn.Module:
             warnings.warn(f"model {spec.name!r}: its {spec.dtype} weights ({dtype}) will be trained in full; AdamW "
                           f"updates below that dtype's resolution are lost. Use LoRA (ModelSpec.lora) or float32",
                           stacklevel=2)
-    model.shiftbench_readout = readout_of(spec)
+    mark_reward_model(model, spec)
     if spec.gradient_checkpointing:  # transformers 5 renamed it; 4.x has the old name only
         enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
         enable({"use_reentrant": False})
@@ -257,17 +258,53 @@ def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return inputs
 
 
+def forward(model: nn.Module, batch: dict[str, torch.Tensor], output_hidden_states: bool = False,
+            run: nn.Module | None = None):
+    """The transformers forward on a batch of either layout: sequences (``collate``) or shared-prompt
+    pair rows (``bench.pair_rows.collate_pairs``: a prepared 4D mask and the positions). ``run`` is
+    what to call when it wraps ``model`` (a DDP wrapper)."""
+    if "pair_attention" not in batch:
+        return (run or model)(**model_inputs(batch), output_hidden_states=output_hidden_states)
+    attention = getattr(model.config, "_attn_implementation", None) or ""
+    if attention.startswith("flash"):
+        raise BenchError(f"shared-prompt pair rows need an attention that takes a 4D mask, and {attention} takes "
+                         f"none: load the model with attn_implementation='sdpa' (the default) or 'eager'")
+    dtype = model.get_input_embeddings().weight.dtype
+    return (run or model)(input_ids=batch["input_ids"], attention_mask=additive_mask(batch["pair_attention"], dtype),
+                          position_ids=batch["position_ids"], output_hidden_states=output_hidden_states)
+
+
 def reward_forward(model: nn.Module, batch: dict[str, torch.Tensor], output_hidden_states: bool = False,
                    run: nn.Module | None = None) -> tuple[torch.Tensor, tuple[torch.Tensor, ...] | None]:
-    """One forward: the rewards (float32, one per row) read where the model's readout says, and every
-    layer's hidden states when asked. ``run`` is what to call when it wraps ``model`` (a DDP wrapper)."""
+    """One forward: the rewards (float32; one per sequence, or for pair rows every a's then every b's)
+    read where the model's readout says, and every layer's hidden states when asked."""
     readout = getattr(model, "shiftbench_readout", None)
+    pairs = "pair_attention" in batch
     pooled = readout in ("response_mean", "response_last")
-    out = (run or model)(**model_inputs(batch), output_hidden_states=output_hidden_states or pooled)
+    out = forward(model, batch, output_hidden_states or pooled or pairs, run)
     hidden = out.hidden_states if output_hidden_states else None
+    if pairs:   # the head on the last layer's state at a's and b's last tokens
+        last, rows = out.hidden_states[-1], torch.arange(len(batch["readout"]), device=batch["readout"].device)
+        _, head = head_of(inner_model(model))
+        ends = torch.cat([last[rows, batch["readout"][:, 0]], last[rows, batch["readout"][:, 1]]])
+        return head(ends)[:, 0].float(), hidden
     if not pooled:
         return out.logits[:, 0].float(), hidden
     return read_response(inner_model(model), out.hidden_states[-1], batch["response_mask"], readout), hidden
+
+
+def uses_pair_rows(model: nn.Module) -> bool:
+    """Whether the model reads pairs as shared-prompt rows (decoders; ``bench.pair_rows``)."""
+    return bool(getattr(model, "shiftbench_pair_rows", False))
+
+
+def collate_examples(model: nn.Module, pairs: list[tuple[Encoded, Encoded]]) -> dict[str, torch.Tensor]:
+    """A batch of preference pairs in the model's layout: one shared-prompt row per pair on decoders,
+    else the a sequences then the b sequences."""
+    pad_id = model.config.pad_token_id
+    if uses_pair_rows(model):
+        return collate_pairs(pairs, pad_id)
+    return collate([a for a, _ in pairs] + [b for _, b in pairs], pad_id)
 
 
 def read_response(model: nn.Module, last: torch.Tensor, response_mask: torch.Tensor, readout: str) -> torch.Tensor:
@@ -288,20 +325,46 @@ def read_response(model: nn.Module, last: torch.Tensor, response_mask: torch.Ten
 
 
 @torch.no_grad()
-def score(model: nn.Module, sequences: list[Encoded], batch_size: int, desc: str = "scoring") -> list[float]:
+def score(model: nn.Module, sequences: list[Encoded], batch_size: int, desc: str = "scoring",
+          pairs: bool = False) -> list[float]:
     """r(x) for each sequence, in order. Sorted by length so batches carry little padding; the
-    attention mask keeps padding out, so scores do not depend on the batch size (to float rounding)."""
+    attention mask keeps padding out, so scores do not depend on the batch size (to float rounding).
+    ``pairs``: sequence i and sequence n/2 + i are a pair (the same prompt), which a decoder scores
+    as one shared-prompt row (``batch_size`` still counts sequences)."""
     from tqdm.auto import tqdm
 
     model.eval()
-    pad_id = model.config.pad_token_id
     device = next(model.parameters()).device  # where training left it (a GPU under accelerate)
-    order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
+    paired = pairs and uses_pair_rows(model)
+    if paired:
+        n = len(sequences) // 2
+        units = [(sequences[i], sequences[n + i]) for i in range(n)]
+        size, per_unit = (lambda u: row_length(*u)), max(1, batch_size // 2)
+    else:
+        units = [(s,) for s in sequences]
+        size, per_unit = (lambda u: len(u[0])), batch_size
+    order = sorted(range(len(units)), key=lambda i: size(units[i]))
     rewards = [0.0] * len(sequences)
-    for start in tqdm(range(0, len(order), batch_size), desc=desc, unit="batch", leave=False):
-        index = order[start:start + batch_size]
-        batch = {k: v.to(device) for k, v in collate([sequences[i] for i in index], pad_id).items()}
-        logits = reward_forward(model, batch)[0].tolist()
-        for i, value in zip(index, logits):
+    for start in tqdm(range(0, len(order), per_unit), desc=desc, unit="batch", leave=False):
+        index = order[start:start + per_unit]
+        if paired:
+            batch = collate_pairs([units[i] for i in index], model.config.pad_token_id)
+            targets = index + [len(units) + i for i in index]
+        else:
+            batch = collate([units[i][0] for i in index], model.config.pad_token_id)
+            targets = index
+        batch = {k: v.to(device) for k, v in batch.items()}
+        for i, value in zip(targets, reward_forward(model, batch)[0].tolist()):
             rewards[i] = value
     return rewards
+
+
+def mark_reward_model(model: nn.Module, spec: ModelSpec) -> nn.Module:
+    """What ``load_reward_model`` sets on the models it loads, for a reward model loaded elsewhere
+    (bench.evaluate, a checkpoint trained outside the harness): where its reward is read, and whether
+    it scores a pair as one shared-prompt row (decoders)."""
+    model.shiftbench_readout = readout_of(spec)
+    # Decoders read a pair as one row with its prompt computed once; encoders attend both ways, so a
+    # pair's responses cannot share a row (bench.pair_rows).
+    model.shiftbench_pair_rows = spec.architecture == "decoder"
+    return model

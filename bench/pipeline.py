@@ -7,6 +7,10 @@ labels, label half B, score every eval set) is cached on disk by a hash of every
 determines it (the code and platform included: bench/versions.py), so every method and every rerun on
 the same cell reuses it. Runs that share a results folder or a cache lock each cell and each cache
 entry (bench/locks.py): a second run waits for the first and reuses its work.
+
+Stages 1-3 (``cell_data``) and the record of a cell (``cell_result``) are shared with the commands
+for students trained elsewhere: ``bench labels`` (bench/labels.py) exports stage 4's labels, and
+``bench evaluate`` (bench/evaluate.py) scores a checkpoint in place of stages 5-6.
 """
 from __future__ import annotations
 
@@ -22,15 +26,17 @@ from bench.cache import LOCKS, Cache, SharedWork
 from bench.data import LoadedSplit, Pair, eval_sets, load_pairs, split_prompt_disjoint, sub_seed
 from bench.distributed import on_main_process, state
 from bench.env import environment
+from bench.labels import labels_record
 from bench.metrics import accuracy, cell_metrics
 from bench.models import formatter_for, load_reward_model, load_tokenizer, max_positions, model_provenance, weights_revision
 from bench.protocols import DATASETS, protocol_hash
 from bench.report import params_text
-from bench.results import SCHEMA_VERSION, CellResult, cell_dir, load_cell, params_slug, write_cell
+from bench.results import (SCHEMA_VERSION, CellResult, ExternalStudent, LabelsRecord, cell_dir, load_cell, params_slug,
+                           write_cell)
 from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
 from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
-from bench.teacher import teacher_stage
+from bench.teacher import Teacher, teacher_stage
 from bench.train import TrainExample, train_student
 from bench.versions import CELL_CODE, code_version, platform_version
 from methods import make_method, method_origin
@@ -46,7 +52,7 @@ class RunContext:
     the loaded splits, formatters, revisions and environment."""
 
     settings: RunSettings
-    method: Method
+    method: Method | None   # None for the stages that run no method: bench labels, bench evaluate
     cache: Cache
 
     @property
@@ -138,25 +144,104 @@ def data_fingerprint(provenance: dict) -> dict:
 
 
 # --- the cell -------------------------------------------------------------------------------------
+@dataclass
+class CellData:
+    """A cell's data and its teacher stage: what every student of the cell is trained on and scored
+    against, whether the harness trains it (``run_cell``) or it comes from elsewhere (bench.evaluate);
+    bench.labels exports the student's half of it."""
+
+    pool: list[Pair]                   # the source's train pool
+    evals: dict[str, list[Pair]]       # eval set -> its test pairs, the source's first
+    half_a: list[Pair]                 # the teacher's half of the pool
+    half_b: list[Pair]                 # the student's half
+    teacher: Teacher                   # trained on half A; its soft labels on half B and its eval scores
+
+
+def cell_data(ctx: RunContext, source: str, seed: int, timings: dict[str, float]) -> CellData:
+    """Stages 1-3 of a cell: load, split, teacher (cached)."""
+    # 1. load: the source's train pool and the test split of the source and of each target
+    pool = ctx.pairs(source, "train")
+    evals = {name: ctx.pairs(name, "test") for name in eval_sets(ctx.protocol, source)}
+    # 2. split: two prompt-disjoint halves, A for the teacher and B for the student
+    half_a, half_b = split_prompt_disjoint(pool, seed)
+    # 3. teacher: trained on A with gold labels; labels B; scores every eval set (cached)
+    teacher = teacher_stage(ctx, source, seed, half_a, half_b, evals, timings)
+    return CellData(pool, evals, half_a, half_b, teacher)
+
+
+def training_targets(teacher: Teacher, labels: str) -> list[float]:
+    """Stage 4: what the student learns from, P(a > b) per half-B pair: the teacher's soft labels, or
+    the gold labels (the ceiling)."""
+    if labels == "teacher":
+        return teacher.soft_labels
+    return [1.0 if o.a_is_chosen else 0.0 for o in teacher.ordered]
+
+
+TEACHER_STAGES = ("split", "order", "teacher-init", "teacher-order")
+STUDENT_STAGES = ("student-init", "student-order")
+
+
+def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell_key: str, method: dict,
+                student_scores: dict[str, tuple[list[float], list[float]]], student: dict, misfit: dict | None,
+                labels: LabelsRecord | None, truncated: int, formatters: dict[str, dict], timings: dict[str, float],
+                started: float, stages: tuple[str, ...] = TEACHER_STAGES + STUDENT_STAGES,
+                external: ExternalStudent | None = None) -> tuple[CellResult, list[tuple]]:
+    """Stage 7 and the record of stage 8: the cell's accuracies and WRG / AOG / NTS per target from the
+    teacher's and the student's scores, as a CellResult, with its per-pair score rows."""
+    evals, teacher = data.evals, data.teacher
+    accuracies = {name: {"teacher": accuracy(*teacher.scores[name]), "student": accuracy(*student_scores[name])}
+                  for name in evals}
+    metrics = cell_metrics(accuracies, source)
+    timings["total"] = time.perf_counter() - started
+    result = CellResult(
+        schema_version=SCHEMA_VERSION,
+        cell_key=cell_key,
+        protocol={"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash},
+        method=method,
+        models={**to_plain(ctx.models),
+                "weak": {**to_plain(ctx.models.weak), "revision": ctx.revisions["weak"]},
+                "strong": {**to_plain(ctx.models.strong), "revision": ctx.revisions["strong"]}},
+        source=source,
+        category=ctx.protocol.category_of(source),
+        seed=seed,
+        derived_seeds={stage: sub_seed(seed, stage) for stage in stages},
+        eval_sets={name: {"role": role, "n_pairs": len(evals[name]),
+                          "teacher_acc": accuracies[name]["teacher"], "student_acc": accuracies[name]["student"]}
+                   for name, role in eval_sets(ctx.protocol, source).items()},
+        metrics=metrics,
+        datasets={"train_pool": ctx.loaded(source, "train").provenance,
+                  **{name: ctx.loaded(name, "test").provenance for name in evals}},
+        formatters=formatters,
+        sizes={"train_pool": len(data.pool), "half_a": len(data.half_a), "half_b": len(data.half_b),
+               "half_a_prompts": len({p.prompt_key for p in data.half_a}),
+               "half_b_prompts": len({p.prompt_key for p in data.half_b}),
+               "student_truncated_sequences": truncated},
+        teacher={"cache_key": teacher.key, "reused": teacher.reused, **teacher.info},
+        student=student,
+        misfit=misfit,
+        labels=labels,
+        external=external,
+        timings_s=timings,
+        environment=ctx.environment,
+        command=ctx.settings.command,
+        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    rows = [(name, pair.id, tc, tr, sc, sr)
+            for name, pairs in evals.items()
+            for pair, tc, tr, sc, sr in zip(pairs, *teacher.scores[name], *student_scores[name])]
+    return result, rows
+
+
 def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     started = time.perf_counter()
     timings: dict[str, float] = {}
 
-    # 1. load: the source's train pool and the test split of the source and of each target
-    pool = ctx.pairs(source, "train")
-    evals = {name: ctx.pairs(name, "test") for name in eval_sets(ctx.protocol, source)}
-
-    # 2. split: two prompt-disjoint halves, A for the teacher and B for the student
-    half_a, half_b = split_prompt_disjoint(pool, seed)
-
-    # 3. teacher: trained on A with gold labels; labels B; scores every eval set (cached)
-    teacher = teacher_stage(ctx, source, seed, half_a, half_b, evals, timings)
+    # 1-3. load, split, teacher
+    data = cell_data(ctx, source, seed, timings)
+    teacher, evals = data.teacher, data.evals
 
     # 4. soft labels: what the student learns from (the ceiling learns from gold instead)
-    if ctx.method.labels == "teacher":
-        targets = teacher.soft_labels
-    else:
-        targets = [1.0 if o.a_is_chosen else 0.0 for o in teacher.ordered]
+    targets = training_targets(teacher, ctx.method.labels)
 
     # 5. student: the pretrained strong model, trained by the method (a rule-based method trains nothing)
     t = time.perf_counter()
@@ -189,49 +274,15 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     timings["student_score"] = time.perf_counter() - t
     check_finite(student_scores, f"student {ctx.models.strong.name}", f"{source} seed {seed}, {ctx.method.name}")
 
-    # 7. metrics: accuracies, then WRG / AOG / NTS per target
-    accuracies = {name: {"teacher": accuracy(*teacher.scores[name]), "student": accuracy(*student_scores[name])}
-                  for name in evals}
-    metrics = cell_metrics(accuracies, source)
-    timings["total"] = time.perf_counter() - started
-
-    # 8. write: per-pair scores and the cell's numbers, atomically
-    result = CellResult(
-        schema_version=SCHEMA_VERSION,
-        cell_key=ctx.cell_key(source, seed),
-        protocol={"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash},
+    # 7-8. metrics, then write: per-pair scores and the cell's numbers, atomically
+    result, rows = cell_result(
+        ctx, source, seed, data, cell_key=ctx.cell_key(source, seed),
         method={"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels,
                 "trains": ctx.method.trains, "paper": ctx.method.paper, "origin": method_origin(type(ctx.method))},
-        models={**to_plain(ctx.models),
-                "weak": {**to_plain(ctx.models.weak), "revision": ctx.revisions["weak"]},
-                "strong": {**to_plain(ctx.models.strong), "revision": ctx.revisions["strong"]}},
-        source=source,
-        category=ctx.protocol.category_of(source),
-        seed=seed,
-        derived_seeds={stage: sub_seed(seed, stage) for stage in
-                       ("split", "order", "teacher-init", "teacher-order", "student-init", "student-order")},
-        eval_sets={name: {"role": role, "n_pairs": len(evals[name]),
-                          "teacher_acc": accuracies[name]["teacher"], "student_acc": accuracies[name]["student"]}
-                   for name, role in eval_sets(ctx.protocol, source).items()},
-        metrics=metrics,
-        datasets={"train_pool": ctx.loaded(source, "train").provenance,
-                  **{name: ctx.loaded(name, "test").provenance for name in evals}},
-        formatters={w: ctx.formatter(w).provenance() for w in ("weak", "strong")},
-        sizes={"train_pool": len(pool), "half_a": len(half_a), "half_b": len(half_b),
-               "half_a_prompts": len({p.prompt_key for p in half_a}),
-               "half_b_prompts": len({p.prompt_key for p in half_b}),
-               "student_truncated_sequences": sum(e.a.truncated + e.b.truncated for e in examples)},
-        teacher={"cache_key": teacher.key, "reused": teacher.reused, **teacher.info},
-        student={"train": student_log, "scorer": ctx.settings.scorer},
-        misfit=misfit,
-        timings_s=timings,
-        environment=ctx.environment,
-        command=ctx.settings.command,
-        created_utc=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-    )
-    rows = [(name, pair.id, tc, tr, sc, sr)
-            for name, pairs in evals.items()
-            for pair, tc, tr, sc, sr in zip(pairs, *teacher.scores[name], *student_scores[name])]
+        student_scores=student_scores, student={"train": student_log, "scorer": ctx.settings.scorer}, misfit=misfit,
+        labels=labels_record(ctx.method.labels, teacher.ordered, targets) if ctx.method.trains else None,
+        truncated=sum(e.a.truncated + e.b.truncated for e in examples),
+        formatters={w: ctx.formatter(w).provenance() for w in ("weak", "strong")}, timings=timings, started=started)
     folder = cell_dir(ctx.settings.out, ctx.protocol.name, ctx.models.name, slug_of(ctx.method), seed, source)
     written = on_main_process(lambda: write_cell(folder, result, rows))  # launched on several processes: one writes
     return written or result
@@ -243,7 +294,8 @@ def student_misfit(student, examples: list[TrainExample], soft_labels: list[floa
     first ``MISFIT_PAIRS`` of half B, in their seeded order): Charikar et al. 2024's misfit, whose size
     tracks the weak-to-strong gain. Scored in a pass of its own, so the eval scores do not change."""
     n = min(MISFIT_PAIRS, len(examples))
-    rewards = scorer(student, [e.a for e in examples[:n]] + [e.b for e in examples[:n]], batch_size, desc="misfit")
+    rewards = scorer(student, [e.a for e in examples[:n]] + [e.b for e in examples[:n]], batch_size, desc="misfit",
+                     pairs=True)
     p = [1.0 / (1.0 + math.exp(-(a - b))) for a, b in zip(rewards[:n], rewards[n:])]
     q = soft_labels[:n]
     disagree = sum((pi > 0.5) != (qi > 0.5) for pi, qi in zip(p, q) if pi != 0.5 and qi != 0.5)

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 from torch import nn
 
-from bench.models import collate, frozen_copy, is_lora_model, model_inputs
+from bench.models import collate, forward, frozen_copy, is_lora_model, uses_pair_rows
+from bench.pair_rows import collate_pairs, response_states, row_length, sequence_sizes
 
 if TYPE_CHECKING:
     from bench.cache import SharedWork
@@ -122,23 +123,41 @@ class ReferenceStates:
 
     def compute(self, model: nn.Module, layers: tuple[int, ...], batch_size: int) -> list[torch.Tensor]:
         """One inference pass of the pretrained model over every training sequence, in length-sorted
-        batches (little padding): per layer, the states of all response tokens."""
+        batches (little padding), as shared-prompt pair rows on decoders: per layer, the states of all
+        response tokens."""
         dtype = model.get_input_embeddings().weight.dtype
         states = [torch.empty(int(self.counts.sum()), model.config.hidden_size, dtype=dtype) for _ in layers]
         device = next(model.parameters()).device
-        order = self.lengths.argsort(stable=True).tolist()
+        if uses_pair_rows(model):   # unit i: pair i, whose sequences are i and n + i
+            units = [(i, self.n + i) for i in range(self.n)]
+            width = [row_length(self.sequences[i], self.sequences[j]) for i, j in units]
+            per_batch = max(1, batch_size // 2)
+        else:
+            units = [(i,) for i in range(len(self.sequences))]
+            width = self.lengths.tolist()
+            per_batch = batch_size
+        order = sorted(range(len(units)), key=lambda u: width[u])
         adapters_off = model.disable_adapter() if is_lora_model(model) else contextlib.nullcontext()
         with torch.no_grad(), adapters_off:
-            for start in range(0, len(order), batch_size):
-                rows = order[start:start + batch_size]
-                batch = collate([self.sequences[i] for i in rows], model.config.pad_token_id)
+            for start in range(0, len(order), per_batch):
+                chosen = [units[u] for u in order[start:start + per_batch]]
+                if len(chosen[0]) == 2:
+                    batch = collate_pairs([(self.sequences[i], self.sequences[j]) for i, j in chosen],
+                                          model.config.pad_token_id)
+                else:
+                    batch = collate([self.sequences[i] for i, in chosen], model.config.pad_token_id)
                 batch = {k: v.to(device) for k, v in batch.items()}
-                hidden = model(**model_inputs(batch), output_hidden_states=True).hidden_states
-                keep = batch["response_mask"].bool()
+                hidden = forward(model, batch, output_hidden_states=True).hidden_states
+                # the batch's sequences in response_states' order: every unit's first, then every second
+                sequences = [unit[0] for unit in chosen] + [unit[1] for unit in chosen if len(unit) == 2]
                 for layer_states, layer in zip(states, layers):
-                    for row, i in enumerate(rows):
+                    rows = response_states(hidden[layer], batch).cpu()
+                    at = 0
+                    for i in sequences:
+                        count = int(self.counts[i])
                         start_row = int(self.offsets[i])
-                        layer_states[start_row:start_row + int(self.counts[i])] = hidden[layer][row, keep[row]].cpu()
+                        layer_states[start_row:start_row + count] = rows[at:at + count]
+                        at += count
         return states
 
     @property
@@ -156,8 +175,7 @@ class ReferenceStates:
         index = host["example_index"]
         half = len(index) // 2
         keys = index + torch.cat([torch.zeros(half, dtype=torch.long), torch.full((half,), self.n)])
-        counts = host["response_mask"].sum(1)
-        lengths = host["attention_mask"].sum(1)
+        counts, lengths = sequence_sizes(host)
         if not (torch.equal(counts, self.counts[keys]) and torch.equal(lengths, self.lengths[keys])):
             raise RuntimeError("anchor: a batch's rows are not the sequences its reference states were computed for")
         row_start = counts.cumsum(0) - counts
@@ -187,9 +205,8 @@ class FrozenReference:
         """Every layer's states on the whole batch: (embeddings, layer 1, ..., layer L)."""
         switch = self.model.disable_adapter() if self.shares_weights else contextlib.nullcontext()
         with switch:
-            return self.model(**model_inputs(batch), output_hidden_states=True).hidden_states
+            return forward(self.model, batch, output_hidden_states=True).hidden_states
 
     def states(self, step: Step) -> list[torch.Tensor]:
         hidden = self.hidden_states(step.batch)
-        keep = step.batch["response_mask"].bool()
-        return [hidden[layer][keep] for layer in self.layers]
+        return [response_states(hidden[layer], step.batch) for layer in self.layers]

@@ -81,6 +81,26 @@ class Misfit(_Schema):
     disagreement: Number               # % of those pairs where student and teacher prefer different responses
 
 
+# What the board shows beside a student trained outside the harness (bench evaluate): its per-pair
+# scores recompute like any cell's, but nothing can rerun its training.
+EXTERNAL_NOTE = "external training: scores recompute, training not reproduced"
+
+
+class LabelsRecord(_Schema):
+    kind: Literal["teacher", "gold"]   # the teacher's soft labels on half B, or its gold labels (the ceiling)
+    pairs: int                         # half-B pairs the student learns from
+    format: str                        # the digest's definition: bench.labels.LABEL_FORMAT
+    digest: str                        # bench.labels.label_digest of those pairs, ordered by the label, with it
+
+
+class ExternalStudent(_Schema):
+    note: str                          # EXTERNAL_NOTE
+    checkpoint: dict[str, Any]         # the reward model scored: local folder (weights' sha256 per file) or hub id and commit
+    trained_on: str                    # the label digest of the data it was trained on, as its submitter declares it
+                                       # (bench evaluate --labels); must equal labels.digest, the cell's own
+    adapter: dict[str, Any] | None = None   # a peft adapter on it, recorded the same way; None without one
+
+
 class CellResult(_Schema):
     schema_version: int                # SCHEMA_VERSION; a cell of another schema is not read
     cell_key: str                      # hash of everything that decides the numbers; a rerun skips a matching cell
@@ -99,6 +119,8 @@ class CellResult(_Schema):
     teacher: dict[str, Any]            # teacher cache key, whether reused, its training log and label stats
     student: dict[str, Any]            # the student's training log and its scorer
     misfit: Misfit | None = None       # the trained student against its teacher's labels; None when nothing trains
+    labels: LabelsRecord | None = None  # what the student learns from, by digest; None in results written before it
+    external: ExternalStudent | None = None   # set by bench evaluate: a student trained outside the harness
     timings_s: dict[str, float]        # seconds per stage
     environment: dict[str, Any]        # bench.env.environment(): versions, git commit, device, threads
     command: str                       # the command that ran the cell (paths made local by bench submit)

@@ -25,7 +25,8 @@ def default_cache_dir() -> Path:
 class RunSettings:
     protocol: ProtocolSpec                 # the protocol, already capped by --cap-train / --cap-test
     models: ModelPairSpec                  # the weak teacher and strong student, and how each trains
-    method: str                            # a registered method's name (a --method-file registers its own)
+    method: str                            # a registered method's name (a --method-file registers its own); for
+                                           # bench evaluate, the external student's name
     params: dict[str, str] = field(default_factory=dict)   # --param key=value, validated by the method
     sources: tuple[str, ...] = ()          # canonical dataset names; () is every dataset of the protocol
     seeds: tuple[int, ...] = ()            # () is the protocol's first seed

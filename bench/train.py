@@ -20,7 +20,8 @@ from torch import nn
 from bench.cache import SharedWork
 from bench.distributed import on_cpu, shard
 from bench.errors import TrainingDivergedError
-from bench.models import Encoded, collate, reward_forward
+from bench.models import Encoded, collate_examples, reward_forward, uses_pair_rows
+from bench.pair_rows import row_length
 from bench.specs import TrainConfig
 from methods.base import Method, Step
 
@@ -87,8 +88,10 @@ def epoch_batches(lengths: list[int], batch_size: int, generator: torch.Generato
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
-def pair_lengths(examples: list[TrainExample]) -> list[int]:
-    """A pair's padded width in a batch: its longer sequence."""
+def pair_lengths(examples: list[TrainExample], pair_rows: bool = False) -> list[int]:
+    """A pair's padded width in a batch: its shared-prompt row's length, or its longer sequence."""
+    if pair_rows:
+        return [row_length(ex.a, ex.b) for ex in examples]
     return [max(len(ex.a), len(ex.b)) for ex in examples]
 
 
@@ -117,8 +120,7 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
     schedule = torch.optim.lr_scheduler.LambdaLR(  # not prepared: accelerate would step it once per process
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
     generator = torch.Generator().manual_seed(seed)
-    lengths = pair_lengths(examples) if cfg.group_by_length else [0] * len(examples)
-    pad_id = model.config.pad_token_id
+    lengths = pair_lengths(examples, uses_pair_rows(model)) if cfg.group_by_length else [0] * len(examples)
     model.train()
     losses: list[float] = []
     unread: list[torch.Tensor] = []   # the latest steps' losses, still on the device
@@ -143,8 +145,8 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
             mine = indices[start:stop] or indices[:1]  # an empty shard still joins the all-reduce, at weight 0
             weight = (stop - start) * world / len(indices)
             chunk = [examples[i] for i in mine]
-            batch = collate([ex.a for ex in chunk] + [ex.b for ex in chunk], pad_id)
-            batch["example_index"] = torch.tensor(mine + mine)  # each row's example: a rows, then b rows
+            batch = collate_examples(model, [(ex.a, ex.b) for ex in chunk])
+            batch["example_index"] = torch.tensor(mine + mine)  # each sequence's example: the a's, then the b's
             host_batch = batch
             batch = {key: value.to(device, non_blocking=True) for key, value in batch.items()}
             rewards, hidden = reward_forward(model, batch, method.needs_hidden_states, run=wrapped)

@@ -1,18 +1,23 @@
 """Benchmark 1: training throughput against TRL's RewardTrainer, and the accuracy each reaches.
 
-Same model (the tiny pair's all-MiniLM-L6-v2, same seed, word embeddings frozen in both), same
-pairs with the same token ids (our formatter's; TRL gets them pre-tokenized, with the BERT segment
-ids through its own collator extended by that one field), same max length, batch size, AdamW,
+Same model (a pair's student: the tiny pair's all-MiniLM-L6-v2 by default, or with ``--models smol``
+SmolLM2-135M-Instruct with its LoRA; same seed, word embeddings frozen in both), same pairs with
+the same token ids (our formatter's; TRL gets them pre-tokenized, with the BERT segment ids through
+its own collator extended by that one field on encoders), same max length, batch size, AdamW,
 learning rate, linear warm-up/decay, clipping, float32 on this CPU, gold labels, same steps.
 
 Variants, interleaved round by round on fresh models: ``ours`` (length-grouped batches, the
 TrainConfig option), ``ours-plain`` (random batches, the default), ``trl`` (RewardTrainer's
 defaults: random batches) and ``trl-grouped`` (its ``train_sampling_strategy="group_by_length"``).
+On decoders ours reads each pair as one shared-prompt row (bench/pair_rows.py); ``ours-two-seq``
+is ours with that switched off (grouped), which isolates what the shared prompt buys. Each run
+also reports its real tokens per processed token (padding is processed, not real).
 Throughput = pairs trained / seconds inside the training call (model and data preparation
 excluded). Then, with ``--accuracy``, ``ours`` and ``trl`` each train on the whole train split
 and both are scored on the held-out split.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_trl.py [--data hh|mini] [--steps 20] [--repeats 3] [--accuracy]
+    OMP_NUM_THREADS=1 python benchmarks/bench_trl.py [--models tiny|smol] [--layers N] [--data hh|mini] [--steps 20]
+                                                     [--repeats 3] [--accuracy]
 """
 from __future__ import annotations
 
@@ -23,18 +28,22 @@ import tempfile
 import torch
 
 from common import (Timer, formatter, gold_examples, hh_pairs, interleave, median, mini_pairs, parser, ratio, setup,
-                    tiny_strong)
+                    strong_of)
 
 LR, WARMUP, SEED = 1e-4, 0.1, 0
 
 
-def ours(examples: list, batch_size: int, grouped: bool, seed: int = SEED):
+SPEC = {"spec": None}   # the student spec of this run (main sets it from --models)
+
+
+def ours(examples: list, batch_size: int, grouped: bool, seed: int = SEED, pair_rows: bool = True):
     from bench.models import load_reward_model
     from bench.specs import TrainConfig
     from bench.train import train_reward_model
     from methods.naive import Naive  # gold targets 1/0: naive's loss is then plain Bradley-Terry, as TRL's
 
-    model = load_reward_model(tiny_strong(), seed=seed)
+    model = load_reward_model(SPEC["spec"], seed=seed)
+    model.shiftbench_pair_rows = model.shiftbench_pair_rows and pair_rows
     cfg = TrainConfig(learning_rate=LR, epochs=1, batch_size=batch_size, warmup_ratio=WARMUP,
                       freeze_word_embeddings=True, group_by_length=grouped)
     with Timer() as t:
@@ -73,10 +82,13 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
                               "length": [max(len(c.input_ids), len(r.input_ids)) for c, r in zip(chosen, rejected)]})
     if order is not None:
         data = data.select(order)
-    spec = tiny_strong()
+    spec = SPEC["spec"]
     model = load_reward_model(spec, seed=seed)
     apply_freezing(model, dataclasses.replace(_cfg(batch_size), freeze_word_embeddings=True))
     tokenizer = load_tokenizer(spec)
+    # padded with the model's own pad id: a decoder reads its last token that is not that id
+    collator = (WithSegments if spec.architecture == "encoder" else DataCollatorForPreference)(
+        pad_token_id=model.config.pad_token_id)
     with tempfile.TemporaryDirectory() as out:
         args = RewardConfig(output_dir=out, per_device_train_batch_size=batch_size, num_train_epochs=1,
                             learning_rate=LR, warmup_steps=WARMUP, lr_scheduler_type="linear", weight_decay=0.0,
@@ -88,7 +100,7 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
                             train_sampling_strategy="sequential" if order is not None
                             else "group_by_length" if grouped else "random")
         trainer = RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                                data_collator=WithSegments(pad_token_id=tokenizer.pad_token_id))
+                                data_collator=collator)
         with Timer() as t:
             trainer.train()
     model.eval()
@@ -105,14 +117,18 @@ def accuracy_of(model, pairs: list, fmt) -> float:
     from bench.metrics import accuracy
     from bench.models import score
 
-    rewards = score(model, [fmt.encode(p.prompt, r) for p in pairs for r in (p.chosen, p.rejected)], batch_size=64)
-    return accuracy(rewards[0::2], rewards[1::2])
+    sequences = [fmt.encode(p.prompt, p.chosen) for p in pairs] + [fmt.encode(p.prompt, p.rejected) for p in pairs]
+    rewards = score(model, sequences, batch_size=64, pairs=True)
+    return accuracy(rewards[:len(pairs)], rewards[len(pairs):])
 
 
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--data", choices=["hh", "mini"], default="hh",
                    help="hh: the real hh-rlhf helpful test split (default); mini: mini/recipes")
+    p.add_argument("--models", choices=["tiny", "smol"], default="tiny", help="whose student to train (default tiny)")
+    p.add_argument("--layers", type=int, help="cut the student to its first N layers (speed ratios do not depend "
+                                              "on depth; accuracies do)")
     p.add_argument("--max-length", type=int, help="tokens per sequence (default: 256 for hh, 64 for mini)")
     p.add_argument("--batch-size", type=int, default=8, help="pairs per batch (default 8)")
     p.add_argument("--steps", type=int, default=20, help="steps per throughput run (default 20)")
@@ -124,7 +140,8 @@ def main() -> None:
     args = p.parse_args()
     setup(args.threads)
     max_length = args.max_length or (256 if args.data == "hh" else 64)
-    fmt = formatter(tiny_strong(), max_length)
+    SPEC["spec"] = strong_of(args.models, args.layers)
+    fmt = formatter(SPEC["spec"], max_length)
     if args.data == "hh":
         pairs = hh_pairs()
         train_pairs, eval_pairs = pairs[:args.train_pairs], pairs[args.train_pairs:]
@@ -139,22 +156,35 @@ def main() -> None:
 
 
 def throughput(subset: list, args, max_length: int) -> None:
-    print(f"## throughput: {args.data}, max length {max_length}, batch {args.batch_size} pairs, {args.steps} steps "
-          f"({len(subset)} pairs) per run, interleaved")
-    runs = interleave({
+    from bench.pair_rows import row_length
+
+    decoder = SPEC["spec"].architecture == "decoder"
+    print(f"## throughput: {args.models} ({SPEC['spec'].name}, {args.layers or 'all'} layers), {args.data}, max length "
+          f"{max_length}, batch {args.batch_size} pairs, {args.steps} steps ({len(subset)} pairs) per run, interleaved")
+    variants = {
         "ours": lambda: {"pairs_per_s": len(subset) / ours(subset, args.batch_size, grouped=True)[1]},
         "ours-plain": lambda: {"pairs_per_s": len(subset) / ours(subset, args.batch_size, grouped=False)[1]},
         "trl": lambda: {"pairs_per_s": len(subset) / trl(subset, args.batch_size, grouped=False)[1]},
         "trl-grouped": lambda: {"pairs_per_s": len(subset) / trl(subset, args.batch_size, grouped=True)[1]},
-    }, args.repeats)
+    }
+    if decoder:
+        variants["ours-two-seq"] = lambda: {
+            "pairs_per_s": len(subset) / ours(subset, args.batch_size, grouped=True, pair_rows=False)[1]}
+    runs = interleave(variants, args.repeats)
     speed = {name: [r["pairs_per_s"] for r in rs] for name, rs in runs.items()}
     for name, values in speed.items():
         print(f"{name:12s} {median(values):.2f} pairs/s (median of {len(values)})")
-    print(f"ours / trl:                {ratio(speed['ours'], speed['trl'])}   <- the goal: >= 1.5x")
+    real = sum(len(ex.a) + len(ex.b) for ex in subset)
+    rows = sum(row_length(ex.a, ex.b) for ex in subset) if decoder else real
+    print(f"tokens: {real} real in {len(subset)} pairs as two sequences; {rows} as shared-prompt rows "
+          f"({real / rows:.2f}x fewer)")
+    print(f"ours / trl:                {ratio(speed['ours'], speed['trl'])}   <- the goal: >= "
+          f"{'2.5' if decoder else '1.5'}x")
     print(f"ours / trl-grouped:        {ratio(speed['ours'], speed['trl-grouped'])}")
     print(f"ours-plain / trl:          {ratio(speed['ours-plain'], speed['trl'])}   (the loops alone, no grouping)")
     print(f"ours / ours-plain:         {ratio(speed['ours'], speed['ours-plain'])}   (what grouping buys)")
-
+    if decoder:
+        print(f"ours / ours-two-seq:       {ratio(speed['ours'], speed['ours-two-seq'])}   (what the shared prompt buys)")
 
 
 def accuracy_runs(examples: list, eval_pairs: list, fmt, args) -> None:

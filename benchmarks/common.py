@@ -55,6 +55,17 @@ def tiny_strong(num_layers: int | None = None):
     return dataclasses.replace(spec, num_layers=num_layers) if num_layers else spec
 
 
+def strong_of(pair: str, num_layers: int | None = None):
+    """A model pair's student (optionally cut to its first layers: the speed ratios between training
+    loops do not depend on depth, every layer doing the same work)."""
+    import dataclasses
+
+    from bench.protocols import MODEL_PAIRS
+
+    spec = MODEL_PAIRS.get(pair).strong
+    return dataclasses.replace(spec, num_layers=num_layers) if num_layers else spec
+
+
 def formatter(spec, max_length: int):
     from bench.models import formatter_for, load_tokenizer
 

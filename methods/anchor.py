@@ -12,6 +12,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.models import num_layers
+from bench.pair_rows import response_states
 from bench.reference import pretrained_reference
 from methods.base import Step
 from methods.naive import Naive
@@ -81,8 +82,7 @@ class Anchor(Naive):
 
     def loss(self, step: Step):
         bt, logs = super().loss(step)
-        keep = step.batch["response_mask"].bool()
-        hidden = [step.hidden_states[l][keep] for l in self.layers]
+        hidden = [response_states(step.hidden_states[l], step.batch) for l in self.layers]
         penalty = response_mse(hidden, self.reference.states(step))
         return bt + self.params.lam * penalty, {**logs, "anchor_mse": penalty.detach()}
 

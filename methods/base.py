@@ -34,6 +34,7 @@ Hooks, all optional except ``loss`` (``Naive`` implements it; most methods subcl
 """
 from __future__ import annotations
 
+import types
 import typing
 from dataclasses import dataclass
 from typing import Callable, ClassVar, Literal
@@ -59,7 +60,7 @@ class Step:
     r_a: torch.Tensor                  # (B,) reward of response a
     r_b: torch.Tensor                  # (B,) reward of response b
     target: torch.Tensor               # (B,) soft label q = P(a > b), or the gold 0/1
-    batch: dict[str, torch.Tensor]     # input_ids, attention_mask, token_type_ids, response_mask; a rows then b rows
+    batch: dict[str, torch.Tensor]     # a rows then b rows (bench.models.collate), or pair rows on decoders (bench.pair_rows)
     hidden_states: tuple[torch.Tensor, ...] | None   # (embeddings, layer 1, ..., layer L) when the method asks
     model: nn.Module | None = None     # the student being trained
     index: int = 0                     # 0-based step number within this training
@@ -161,16 +162,25 @@ def backbone_parameters(model: nn.Module) -> dict[str, nn.Parameter]:
     return {name: p for name, p in model.named_parameters() if name not in head}
 
 
+def describe_annotation(annotation: object) -> str:
+    """A parameter's type as the user types it: ``last|mid`` for a Literal, ``median|float`` for a choice
+    or a number (a Union, whose Annotated bounds are left to the error message), else the type's name."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal:
+        return "|".join(map(str, args))
+    if origin in (typing.Union, types.UnionType):
+        return "|".join(describe_annotation(arg) for arg in args)
+    if origin is typing.Annotated:
+        return describe_annotation(args[0])
+    return getattr(annotation, "__name__", str(annotation))
+
+
 def describe_params(cls: type[Method]) -> str:
     fields = cls.Params.model_fields
     if not fields:
         return "(none)"
-    parts = []
-    for name, info in fields.items():
-        choices = typing.get_args(info.annotation) if typing.get_origin(info.annotation) is typing.Literal else ()
-        annotation = "|".join(map(str, choices)) if choices else getattr(info.annotation, "__name__", str(info.annotation))
-        parts.append(f"{name}: {annotation} = {info.default!r}")
-    return ", ".join(parts)
+    return ", ".join(f"{name}: {describe_annotation(info.annotation)} = {info.default!r}"
+                     for name, info in fields.items())
 
 
 def parse_params(cls: type[Method], values: dict[str, object]) -> BaseModel:

@@ -436,17 +436,18 @@ def test_anchor_on_a_decoder_anchors_the_token_the_head_reads(family, specs, tok
                      TrainingLoop(anchor, seed=0, desc="test"))
     assert log["steps"] == 1 and len(steps) == 1
     step = steps[0]
-    mask, real = step.batch["response_mask"], step.batch["attention_mask"]
-    readout = real.sum(1) - 1   # the last real token of each right-padded row: where the head reads
+    mask, readout = step.batch["response_mask"], step.batch["readout"]   # decoders train on shared-prompt rows
     rows = torch.arange(len(readout))
-    assert bool(mask[rows, readout].all())
-    # the head reads exactly there: the reward equals the head applied to the last layer's state at that token
-    last = step.hidden_states[-1][rows, readout]
-    assert torch.allclose(torch.cat([step.r_a, step.r_b]), head(last)[:, 0].float(), atol=1e-5)
-    # and the penalty sees that token: move only its last-layer state and the penalty moves
+    assert bool(mask[rows, readout[:, 0]].all() and mask[rows, readout[:, 1]].all())   # a's and b's readout tokens
+    # the head reads exactly there: the rewards are the head on the last layer's states at those tokens
+    last = step.hidden_states[-1]
+    ends = torch.cat([last[rows, readout[:, 0]], last[rows, readout[:, 1]]])
+    assert torch.allclose(torch.cat([step.r_a, step.r_b]), head(ends)[:, 0].float(), atol=1e-5)
+    # and the penalty sees them: move only their last-layer states and the penalty moves
     anchor.setup(model)
     at_readout = torch.zeros_like(mask, dtype=torch.bool)
-    at_readout[rows, readout] = True
+    at_readout[rows, readout[:, 0]] = True
+    at_readout[rows, readout[:, 1]] = True
     moved = list(step.hidden_states)
     moved[-1] = torch.where(at_readout.unsqueeze(-1), moved[-1] + 1.0, moved[-1])
     base = anchor.loss(dataclasses.replace(step, hidden_states=tuple(step.hidden_states)))[1]["anchor_mse"]

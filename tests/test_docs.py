@@ -26,3 +26,14 @@ def test_the_hand_computation_in_the_doc_passes():
     namespace = {"Smoothed": module.Smoothed}
     exec(code_blocks(doc, "python")[1], namespace)
     namespace["test_smoothed_by_hand"]()
+
+
+def test_bring_your_own_student_names_the_losses_of_its_script_and_the_test_that_runs_it():
+    """The page's commands are run by tests/test_byo_student.py::test_the_walk_of_the_doc_runs_every_step
+    (it reads them from the page); here, what the page says about the script matches the script."""
+    doc = (ROOT / "docs" / "bring-your-own-student.md").read_text()
+    script = (ROOT / "examples" / "trl_reward_model.py").read_text()
+    choices = re.search(r'"--loss", choices=\[(.*?)\]', script).group(1)
+    assert [c.strip(' "') for c in choices.split(",")] == re.findall(r"^\| `(\w+)`(?: \(default\))? \|", doc, flags=re.M)
+    assert "tests/test_byo_student.py::test_the_walk_of_the_doc" in doc
+    assert (ROOT / "tests" / "test_byo_student.py").read_text().count("def test_the_walk_of_the_doc") == 1

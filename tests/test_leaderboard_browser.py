@@ -1,12 +1,16 @@
 """The real leaderboard app, served on localhost and driven in headless Chromium as a person would:
-the page loads with no request off the machine, rows come in NTS order, a filter and a search change
-them, submission text shows as text, and uploads are validated with their errors shown.
+the page loads with no request off the machine and says what was run, rows come in NTS order with
+the reference rows pinned and shaded, numbers in one format, columns can be chosen, headers sort,
+the CSV holds what is shown, a filter and a live search change the rows, submission text shows as
+text, and uploads (tampered, damaged, made by Finder, valid) are checked with nothing of them kept.
 
 Uses Debian's chromium (``apt-get install chromium``; never a browser download) through Playwright.
 Screenshots go to $SHIFTBENCH_SCREENSHOTS when set, else to a temporary folder. Skipped without
 chromium or playwright, unless $SHIFTBENCH_REQUIRE_BROWSER is set (.ci/run sets it).
 """
+import csv
 import os
+import re
 import shutil
 import socket
 import time
@@ -17,6 +21,7 @@ import pytest
 from bench.report import TEACHER
 from leaderboard import core
 from small_runs import HOSTILE, flip_one_student_pair, hostile_root, small_runs, zip_folder
+from test_leaderboard import NUMBER, corrupt_zip, finder_zip
 
 pytestmark = pytest.mark.browser
 CHROMIUM = os.environ.get("SHIFTBENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -56,14 +61,28 @@ def shots(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory, small_protocol, small_models):
+def uploads_folder(tmp_path_factory):
+    """Gradio's upload folder for this server, so the test can see what an upload leaves behind."""
+    folder = tmp_path_factory.mktemp("gradio_uploads")
+    before = os.environ.get("GRADIO_TEMP_DIR")
+    os.environ["GRADIO_TEMP_DIR"] = str(folder)
+    yield folder
+    if before is None:
+        os.environ.pop("GRADIO_TEMP_DIR", None)
+    else:
+        os.environ["GRADIO_TEMP_DIR"] = before
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, small_protocol, small_models, uploads_folder):
     from leaderboard.app import serve
 
     runs = small_runs(tmp_path_factory, small_protocol, small_models)
     root = hostile_root(runs, tmp_path_factory.mktemp("board") / "submissions")
+    store = tmp_path_factory.mktemp("validation_cache")
     port = free_port()
-    demo = serve(root, port=port, protocols=runs.protocols, model_pairs=runs.model_pairs, block=False)
-    board = core.load_board(root, runs.protocols, runs.model_pairs)
+    demo = serve(root, port=port, protocols=runs.protocols, model_pairs=runs.model_pairs, block=False, cache_dir=store)
+    board = core.load_board(root, runs.protocols, runs.model_pairs, store)
     yield f"http://127.0.0.1:{port}/", board, runs
     demo.close()
 
@@ -78,33 +97,31 @@ def browser():
 
 @pytest.fixture
 def page(browser, served):
-    page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    context = browser.new_context(viewport={"width": 1440, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
     page.off_machine = []
     page.on("request", lambda r: None if r.url.startswith(("http://127.0.0.1", "data:", "blob:"))
             else page.off_machine.append(r.url))
     page.goto(served[0])
-    page.wait_for_selector("#ranking-table .virtual-row", timeout=60_000)
+    page.wait_for_selector("#ranking tbody.ranked tr", timeout=60_000)
     yield page
-    page.close()
+    context.close()
 
 
-def rows(page, table="#ranking-table"):
-    """The visible table as text, one list of cell texts per row."""
-    return [[cell.inner_text() for cell in row.locator("[role=gridcell]").all()]
-            for row in page.locator(f"{table} .virtual-row").all()]
+def rows(page, where="#ranking-board"):
+    """The visible table as text, one list of cell texts per row, references first (as on screen)."""
+    return page.locator(where).evaluate(
+        "e => [...e.querySelectorAll('tbody.reference tr, tbody.ranked tr')].map(r => [...r.cells].map("
+        "c => { const v = c.querySelector('.v'); return v ? v.textContent : c.textContent.trim(); }))")
 
 
-def as_shown(table):
-    """What the page should show for a core.ranking table: rank, method, params, status, NTS."""
-    return [[r["rank"], r["method"], r["params"], r["status"], f"{round(r['NTS'], 2):g}"] for _, r in table.iterrows()]
+def headers(page, where="#ranking-board"):
+    return page.locator(where).evaluate("e => [...e.querySelectorAll('thead th .h')].map(h => h.textContent)")
 
 
-def shown(page):
-    """rank, method, params, status and NTS of each row; None while the table is being redrawn."""
-    current = rows(page)
-    if any(len(row) < 5 for row in current):
-        return None
-    return [row[:4] + [f"{float(row[4]):g}"] for row in current]
+def expected(board, **filters):
+    """What the page should show for core.ranking(board, **filters) with the default columns."""
+    return core.shown(core.ranking(board, **filters), board=board).text()
 
 
 def choose(page, elem_id, value):
@@ -112,76 +129,142 @@ def choose(page, elem_id, value):
     page.get_by_role("option", name=value, exact=True).click()
 
 
-def test_page_loads_with_rows_in_nts_order(page, served, shots):
+def test_the_page_says_what_was_run_and_ranks_in_one_format(page, served, shots):
     _, board, _ = served
     assert page.title() == "ShiftBench leaderboard"
-    assert shown(page) == as_shown(core.ranking(board))
-    nts = [float(row[4]) for row in rows(page) if row[0] != "ref"]
-    assert nts == sorted(nts, reverse=True) and len(nts) == 4
-    assert [row[0] for row in rows(page)][-2:] == ["ref", "ref"]
+    context = page.locator("#context-line").inner_text()
+    assert re.search(r"Protocol mini-test v1\.0 · Model pair tiny-test: all-MiniLM-L6-v2 cut to its first layer "
+                     r"\(weak teacher\) → all-MiniLM-L6-v2 cut to its first 2 layers \(strong student\) · "
+                     r"1 seed × 2 source → target cells · "
+                     r"24 test pairs per eval set · 5 submissions · last updated \d{4}-\d\d-\d\d \(", context), context
+    assert headers(page) == core.DEFAULT_COLUMNS
+    shown = rows(page)
+    assert shown == expected(board)
+    assert [row[0] for row in shown[:2]] == ["ref", "ref"] and shown[1][1] == TEACHER   # pinned on top
+    nts = [float(row[3]) for row in shown[2:] if row[0] != "–"]
+    assert nts == sorted(nts, reverse=True) and len(nts) == 3
+    numbers = page.locator("#ranking td.num .v").all_inner_texts()
+    assert numbers and all(NUMBER.fullmatch(t) for t in numbers) and "-0.0" not in numbers
+    align = page.locator("#ranking td.num").evaluate_all("cells => cells.map(c => getComputedStyle(c).textAlign)")
+    assert set(align) == {"right"}
+    title = page.locator('#ranking th[data-col="NTS"]').get_attribute("title")
+    assert title.startswith("Net transfer score") and "AOG − max(0" in title
     assert page.off_machine == []  # nothing fetched from outside: works offline
     page.screenshot(path=str(shots / "ranking.png"), full_page=True)
 
 
-def test_a_filter_and_a_search_change_the_rows(page, served, shots):
+def test_reference_rows_are_shaded_and_stay_on_top_when_sorted(page):
+    style = page.locator("#ranking tbody.reference tr").first.locator("td").first.evaluate(
+        "c => [getComputedStyle(c).backgroundColor, getComputedStyle(c).fontStyle]")
+    plain = page.locator("#ranking tbody.ranked tr").first.locator("td").first.evaluate(
+        "c => getComputedStyle(c).backgroundColor")
+    assert style == ["rgb(238, 242, 246)", "italic"] and plain != style[0]
+    references = rows(page)[:2]
+    page.locator('#ranking th[data-col="WRG"]').click()   # numbers sort high to low first
+    wrg = [float(r[7]) for r in rows(page)[2:]]
+    assert wrg == sorted(wrg, reverse=True) and rows(page)[:2] == references
+    page.locator('#ranking th[data-col="WRG"]').click()
+    assert [float(r[7]) for r in rows(page)[2:]] == sorted(wrg)
+    assert page.locator('#ranking th[data-col="WRG"]').get_attribute("aria-sort") == "ascending"
+
+
+def test_columns_can_be_chosen_and_the_csv_is_what_is_shown(page, served, shots, tmp_path):
     _, board, _ = served
-    before = shown(page)
+    page.locator("#columns-box").get_by_text("Columns:").click()
+    page.locator("#columns").get_by_label("NTS ±", exact=True).check()
+    page.locator("#columns").get_by_label("params", exact=True).uncheck()
+    chosen = ["rank", "method", *[c for c in core.DEFAULT_COLUMNS if c not in ("rank", "method", "params")], "NTS ±"]
+    chosen = [c.name for c in core.BOARD_COLUMNS if c.name in chosen]
+    wait_until(lambda: headers(page) == chosen, what="the chosen columns")
+    assert rows(page) == core.shown(core.ranking(board), chosen, board).text()
+    page.locator('#ranking th[data-col="AOG"]').click()
+    with page.expect_download() as download:
+        page.locator("#ranking-board button.csv").click()
+    saved = tmp_path / "ranking.csv"
+    download.value.save_as(saved)
+    with open(saved, newline="") as handle:
+        table = list(csv.reader(handle))
+    assert download.value.suggested_filename == "shiftbench-ranking.csv"
+    assert table == [headers(page), *rows(page)]   # these columns, these rows, in the order on screen
+    page.screenshot(path=str(shots / "columns-chosen.png"), full_page=True)
+
+
+def test_a_filter_and_a_live_search_change_the_rows(page, served, shots):
+    _, board, _ = served
+    before = rows(page)
     choose(page, "f-source", "travel")
-    expected = as_shown(core.ranking(board, source="travel"))
-    assert expected != before
-    wait_until(lambda: shown(page) == expected, what="the source filter")
+    want = expected(board, source="travel")
+    assert want != before
+    wait_until(lambda: rows(page) == want, what="the source filter")
     page.screenshot(path=str(shots / "filter-source-travel.png"), full_page=True)
-    page.locator("#f-search textarea, #f-search input").first.fill("lam=2.0")
-    page.keyboard.press("Enter")
-    expected = as_shown(core.ranking(board, source="travel", search="lam=2.0"))
-    wait_until(lambda: shown(page) == expected, what="the search")
-    assert [row[1] for row in shown(page)] == ["anchor", "ceiling", TEACHER]
+    page.locator("#f-search textarea, #f-search input").first.press_sequentially("lam=2", delay=50)   # no Enter
+    want = expected(board, source="travel", search="lam=2")
+    wait_until(lambda: rows(page) == want, what="the live search")
+    assert [row[1] for row in rows(page)] == ["ceiling", TEACHER, "anchor"]
 
 
 def test_submission_text_is_shown_as_text_never_run(page, served):
     hostile = [row for row in rows(page) if row[1] == HOSTILE]
-    assert len(hostile) == 1 and hostile[0][3].startswith("NOT VALIDATED") and HOSTILE in hostile[0]
+    assert len(hostile) == 1 and hostile[0][0] == "–"
+    assert page.locator("#ranking tr.invalid .badge.invalid").count() == 1
     assert page.evaluate("window.__xss") is None
     assert page.locator("img[src=x]").count() == 0
 
 
-def test_uploads_are_validated_with_errors_shown(page, served, shots, tmp_path):
-    _, _, runs = served
+def upload(page, archive):
+    page.locator("#upload input[type=file]").set_input_files(str(archive))
+    report = page.locator("#upload-report textarea")
+    wait_until(lambda: report.input_value().startswith(archive.name), timeout=60, what=f"the report on {archive.name}")
+    return report.input_value()
+
+
+def left_behind(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_uploads_are_checked_with_nothing_kept(page, served, shots, tmp_path, uploads_folder):
+    _, board, runs = served
     page.get_by_role("tab", name="Submit").click()
     naive = runs.submissions / "mini-test" / "tiny-test" / "naive"
     tampered = tmp_path / "naive"
     shutil.copytree(naive, tampered)
     eval_set = flip_one_student_pair(tampered / "cells" / "seed0" / "mini__recipes")
-    page.locator("#upload input[type=file]").set_input_files(str(zip_folder(tampered, tmp_path / "tampered.zip")))
-    report = page.locator("#upload-report textarea")
-    wait_until(lambda: "REJECTED" in report.input_value(), what="the upload report")
-    text = report.input_value()
+    text = upload(page, zip_folder(tampered, tmp_path / "tampered.zip"))
     assert text.startswith("tampered.zip: REJECTED")
     assert f"cells/seed0/mini__recipes/result.json: eval_sets.{eval_set}.student_acc: is" in text
-    assert "but the per-pair scores give" in text
-    wait_until(lambda: [r for r in rows(page, "#upload-preview") if "NOT VALIDATED" in r[3] and r[3].startswith("UPLOADED")],
-               what="the preview")
-    page.wait_for_timeout(500)  # let the table settle before the picture
-    page.screenshot(path=str(shots / "upload-rejected.png"), full_page=True)
+    preview = wait_until(lambda: rows(page, "#upload-preview"), what="the preview")
+    [mine] = page.locator("#upload-preview tr.upload").all()
+    assert "not validated" in mine.inner_text() and "your upload" in mine.inner_text()
+    assert [r[1] for r in preview].count("naive") == 1   # in naive's place, not beside it
+    assert left_behind(uploads_folder) == []
+    page.screenshot(path=str(shots / "upload-tampered.png"), full_page=True)
 
-    page.reload()
-    page.wait_for_selector("#ranking-table .virtual-row")
-    page.get_by_role("tab", name="Submit").click()
-    page.locator("#upload input[type=file]").set_input_files(str(zip_folder(naive, tmp_path / "naive.zip")))
-    wait_until(lambda: "VALID" in report.input_value(), what="the upload report")
-    assert report.input_value().startswith("naive.zip: VALID")
-    preview = wait_until(lambda: [r for r in rows(page, "#upload-preview") if r[3].startswith("UPLOADED")],
-                         what="the preview")
-    assert preview[0][1] == "naive"
-    page.screenshot(path=str(shots / "upload-valid.png"), full_page=True)
+    text = upload(page, corrupt_zip(naive, tmp_path / "damaged.zip"))
+    assert text.startswith("damaged.zip: REJECTED — the upload's 'naive/submission.json' cannot be read: Bad CRC-32")
+    assert "Nothing to show" in page.locator("#upload-preview").inner_text()
+    page.wait_for_timeout(500)
+    assert page.locator('[data-testid="toast-body"]').count() == 0   # a rejection, not an error popup
+    assert left_behind(uploads_folder) == []
+    page.screenshot(path=str(shots / "upload-damaged.png"), full_page=True)
+
+    text = upload(page, finder_zip(naive, tmp_path / "finder.zip"))
+    assert text.startswith("finder.zip: VALID — passes bench validate")
+    wait_until(lambda: page.locator("#upload-preview tr.upload").count() == 1, what="the preview")
+    assert rows(page, "#upload-preview") == core.shown(core.ranking(board), board=board).text()   # same numbers
+    assert left_behind(uploads_folder) == []   # the upload was deleted once checked
+    assert page.locator("#upload a[download]").count() == 0   # and the page offers no link to it
+    page.screenshot(path=str(shots / "upload-finder.png"), full_page=True)
 
 
 def test_the_other_tabs_draw_their_pictures(page, served, shots):
     for tab, picture in (("Source × target", "#heatmap img"), ("ID vs OOD", "#scatter img"),
-                         ("Ablations", "#ablation img"), ("Protocol", None)):
+                         ("Ablations", "#ablation img"), ("Protocol", None), ("About", None)):
         page.get_by_role("tab", name=tab).click()
         if picture:
             page.wait_for_selector(picture, state="visible", timeout=30_000)
-        else:
+        elif tab == "Protocol":
             page.get_by_text("(version 1.0)").first.wait_for()
+            assert "cut to its first layer (weak teacher)" in page.locator("#model-card").inner_text()
+        else:
+            wait_until(lambda: "@software{shiftbench" in page.locator("#about-text").inner_text(), what="About")
         page.screenshot(path=str(shots / f"tab-{tab.split()[0].lower()}.png"), full_page=True)

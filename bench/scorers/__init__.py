@@ -4,8 +4,9 @@
 - ``vllm``: vLLM's pooling runner (``bench/scorers/vllm.py``, ``pip install -e '.[vllm]'``), for
   decoder reward models of 7-8B on a GPU: the same token ids, read at the same last token.
 
-A scorer is ``scorer(model, sequences, batch_size, desc, *, spec) -> list[float]``, one reward per
-sequence in order (``spec``: the model's ModelSpec). The teacher is always scored with ``hf``
+A scorer is ``scorer(model, sequences, batch_size, desc, *, spec, pairs) -> list[float]``, one reward
+per sequence in order (``spec``: the model's ModelSpec; ``pairs``: sequences i and n/2 + i share a
+prompt, which the hf scorer computes once on decoders: bench.pair_rows). The teacher is always scored with ``hf``
 (its scores are cached and shared by every method).
 """
 from __future__ import annotations
@@ -22,10 +23,11 @@ if TYPE_CHECKING:
 Scorer = Callable[..., list[float]]
 
 
-def score_with_model(model, sequences, batch_size: int, desc: str = "scoring", *, spec=None) -> list[float]:
+def score_with_model(model, sequences, batch_size: int, desc: str = "scoring", *, spec=None, pairs: bool = False
+                     ) -> list[float]:
     from bench.models import score
 
-    return score(model, sequences, batch_size, desc=desc)
+    return score(model, sequences, batch_size, desc=desc, pairs=pairs)
 
 
 SCORERS: Registry[Scorer] = Registry("scorer")
@@ -48,15 +50,16 @@ def check_scorer(name: str, spec) -> None:
 
 def score_eval_sets(model, formatter, evals: dict[str, list[Pair]], batch_size: int, who: str,
                     scorer: Scorer = score_with_model) -> dict[str, tuple[list[float], list[float]]]:
-    """(r_chosen, r_rejected) per eval set, all sequences scored in one length-sorted pass."""
-    sequences, spans = [], {}
+    """(r_chosen, r_rejected) per eval set, all sequences scored in one length-sorted pass: every
+    chosen response, then every rejected one, so that pair i is sequences i and n + i."""
+    chosen, rejected, spans = [], [], {}
     for name, pairs in evals.items():
-        start = len(sequences)
-        sequences += [formatter.encode(p.prompt, p.chosen) for p in pairs]
-        sequences += [formatter.encode(p.prompt, p.rejected) for p in pairs]
-        spans[name] = (start, len(pairs))
-    rewards = scorer(model, sequences, batch_size, desc=f"scoring {who}")
-    return {name: (rewards[start:start + n], rewards[start + n:start + 2 * n]) for name, (start, n) in spans.items()}
+        spans[name] = (len(chosen), len(pairs))
+        chosen += [formatter.encode(p.prompt, p.chosen) for p in pairs]
+        rejected += [formatter.encode(p.prompt, p.rejected) for p in pairs]
+    rewards = scorer(model, chosen + rejected, batch_size, desc=f"scoring {who}", pairs=True)
+    n = len(chosen)
+    return {name: (rewards[start:start + k], rewards[n + start:n + start + k]) for name, (start, k) in spans.items()}
 
 
 def check_finite(scores: dict[str, tuple[list[float], list[float]]], model: str, cell: str) -> None:

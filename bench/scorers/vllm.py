@@ -42,8 +42,10 @@ def check_vllm(spec) -> None:
         raise BenchError("--scorer vllm needs a CUDA GPU; use --scorer hf on this machine")
 
 
-def score_with_vllm(model, sequences, batch_size: int, desc: str = "scoring", *, spec) -> list[float]:
-    """Rewards of ``sequences`` in order (vLLM batches them itself; ``batch_size`` is the HF scorer's)."""
+def score_with_vllm(model, sequences, batch_size: int, desc: str = "scoring", *, spec, pairs: bool = False
+                    ) -> list[float]:
+    """Rewards of ``sequences`` in order (vLLM batches them itself, and its prefix cache finds the
+    prompts pairs share; ``batch_size`` and ``pairs`` are the HF scorer's)."""
     check_vllm(spec)
     try:
         from vllm import LLM, PoolingParams

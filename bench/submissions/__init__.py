@@ -4,13 +4,17 @@ A submission is one method x params x model pair x protocol, in a folder
 ``<protocol>/<models>/<slug>/`` of a submissions root::
 
     submission.json                          metadata, the list of cells with sha256s, the summary
-    cells/seed<N>/<source>/result.json       each cell's result, as ``bench run`` wrote it (its command public)
+    cells/seed<N>/<source>/result.json       each cell's result, as ``bench run`` (or ``bench evaluate``, for a
+                                             student trained elsewhere) wrote it, its command public
     cells/seed<N>/<source>/scores.csv.gz     the per-pair scores behind it
 
 (``<source>`` is the dataset name with ``/`` written ``__``.) Validation only reads JSON and
 gzip'd CSV, with size limits checked before anything is read; it never imports or runs anything
 from a submission. Every accuracy, metric, the summary and the intervals are recomputed from the
-per-pair scores and any mismatch is refused. Text that could be markup, script or disguised text (``<`` or ``>``,
+per-pair scores and any mismatch is refused. A submission of students trained outside the harness
+(``bench evaluate``) is marked ``external`` in submission.json (``results.EXTERNAL_NOTE``: its scores
+recompute, its training is not reproduced), and each of its cells must record the digest of the
+labels its checkpoint was trained on equal to the cell's own (``check._check_provenance``). Text that could be markup, script or disguised text (``<`` or ``>``,
 control, bidirectional and zero-width characters, HTML character references, ``javascript:``-style
 links: ``limits.unsafe_text``) is refused in every field, and names that could be paths are refused.
 Validation streams and stops early, so its memory is bounded whatever the files hold (``limits``). Commands are recorded without
@@ -25,7 +29,8 @@ One job per module:
 - ``commands``: commands as a submission records them, without local paths;
 - ``check``: reading and checking one submission (``validate_submission``);
 - ``scores``: reading one scores file in bounded memory (``read_scores``);
-- ``tree``: many submissions (``validate_tree``, ``find_submissions``, ``teacher_conflicts``);
+- ``tree``: many submissions (``validate_tree``, ``find_submissions``, ``teacher_conflicts``,
+  ``label_conflicts``);
 - ``pack``: ``bench submit`` (``submit``);
 - ``upload``: a .zip upload unpacked without trusting it (``extract_upload``).
 """
@@ -36,10 +41,17 @@ from bench.submissions.limits import (KIND, MAX_FILES, MAX_JSON_BYTES, MAX_SCORE
                                       cell_folder)
 from bench.submissions.pack import submit
 from bench.submissions.schema import code_version, submission_summary
-from bench.submissions.tree import find_submissions, teacher_conflicts, validate_tree
+from bench.submissions.tree import find_submissions, label_conflicts, teacher_conflicts, validate_tree
 from bench.submissions.upload import extract_upload
+
+
+def is_external(validation: Validation) -> bool:
+    """Whether a submission's students were trained outside the harness (bench evaluate): the board
+    marks its row with ``validation.submission["external"]`` (bench.results.EXTERNAL_NOTE)."""
+    return bool(validation.submission and validation.submission.get("external"))
+
 
 __all__ = ["KIND", "MAX_FILES", "MAX_JSON_BYTES", "MAX_SCORES_BYTES", "MAX_SUBMISSION_BYTES", "MAX_TEXT_CHARS",
            "SCHEMA_VERSION", "SUBMISSION_FILE", "Problem", "Validation", "absolute_paths", "cell_folder",
-           "code_version", "extract_upload", "find_submissions", "public_command", "submission_summary", "submit",
-           "teacher_conflicts", "validate_submission", "validate_tree"]
+           "code_version", "extract_upload", "find_submissions", "is_external", "label_conflicts", "public_command",
+           "submission_summary", "submit", "teacher_conflicts", "validate_submission", "validate_tree"]

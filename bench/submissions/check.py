@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping
 from pydantic import BaseModel, ValidationError
 
 from bench.io import sha256_file
-from bench.results import (RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE, CellResult,
+from bench.results import (EXTERNAL_NOTE, RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE, CellResult,
                            params_slug, recompute)
 from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.stats import cell_from_scores
@@ -251,6 +251,7 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
         if getattr(result.method, key) != meta["method"][key]:
             v.error(rel_result, f"method.{key}", f"is {getattr(result.method, key)!r}, the submission's is "
                     f"{meta['method'][key]!r}", REGENERATE)
+    _check_provenance(v, rel_result, result, meta)
     roles = {source: "id", **{t: "ood" for t in protocol.targets_of(source)}}
     if {k: e.role for k, e in result.eval_sets.items()} != roles:
         v.error(rel_result, "eval_sets", f"are {sorted(result.eval_sets)}, the protocol's for {source} are "
@@ -277,6 +278,45 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
         if not problems:  # what the board's intervals are computed from (at most the declared pairs)
             v.pairs.append(cell_from_scores(result, as_rows(rows), rel_result))
     return result
+
+
+def _check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -> None:
+    """What a cell says it learned from (``labels``) and, for a student trained outside the harness
+    (``external``, written by bench evaluate), that it is marked as such everywhere and that the labels
+    its checkpoint was trained on are the cell's. The training itself cannot be checked: that is what
+    the mark says."""
+    fix = "evaluate the checkpoint again with bench evaluate, then " + REGENERATE
+    labels = result.labels
+    if labels is not None:
+        if labels.pairs != result.sizes.get("half_b"):
+            v.error(rel, "labels.pairs", f"is {labels.pairs}, but the student's half B holds "
+                    f"{result.sizes.get('half_b')} pairs", REGENERATE)
+        if labels.kind != result.method.labels:
+            v.error(rel, "labels.kind", f"is {labels.kind!r}, but method.labels is {result.method.labels!r}", REGENERATE)
+    external, marked = result.external, meta.get("external")
+    if (external is not None) != (marked is not None):
+        v.error(rel, "external", "the cell's student was trained outside the harness but the submission is not marked "
+                "so" if external is not None else "the submission is marked external but this cell's student was "
+                "trained by the harness", "a submission holds students of one kind; " + REGENERATE)
+    if (result.method.origin.get("kind") == "external") != (external is not None):
+        v.error(rel, "method.origin.kind", f"is {result.method.origin.get('kind')!r}, but the cell "
+                f"{'records' if external is not None else 'does not record'} an external checkpoint", fix)
+    if external is None:
+        return
+    if external.note != EXTERNAL_NOTE:
+        v.error(rel, "external.note", f"is {external.note[:80]!r}, not {EXTERNAL_NOTE!r}", fix)
+    for name, record in (("checkpoint", external.checkpoint), ("adapter", external.adapter)):
+        paths = absolute_paths(str((record or {}).get("path", "")))
+        if paths:
+            v.error(rel, f"external.{name}.path", f"holds the local path {paths[0][:100]!r}",
+                    "evaluate with a relative path or a hub id; " + REGENERATE)
+    if labels is None:
+        v.error(rel, "labels", "is missing: which labels the checkpoint was trained on cannot be checked against the "
+                "cell's", fix)
+    elif external.trained_on != labels.digest:
+        v.error(rel, "external.trained_on", f"the checkpoint was trained on labels with digest {external.trained_on[:16]}, "
+                f"but this cell's labels have digest {labels.digest[:16]}: it learned from another cell's data (or "
+                "another teacher's)", "train on this cell's bench labels output and evaluate that checkpoint")
 
 
 def _in_time(v: Validation, started: float, budget: float | None, doing: str) -> None:
@@ -308,6 +348,9 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -
     if meta["slug"] != params_slug(meta["method"]["name"], meta["method"]["params"]):
         v.error(SUBMISSION_FILE, "slug", f"is {meta['slug']!r}, the method and params give "
                 f"{params_slug(meta['method']['name'], meta['method']['params'])!r}", REGENERATE)
+    if meta.get("external") is not None and meta["external"] != EXTERNAL_NOTE:
+        v.error(SUBMISSION_FILE, "external", f"is {meta['external'][:80]!r}; a submission of students trained outside "
+                f"the harness is marked {EXTERNAL_NOTE!r}", REGENERATE)
     protocol = _check_protocol(v, meta, protocols)
     _check_models(v, meta, model_pairs)
 

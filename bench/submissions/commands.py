@@ -9,7 +9,7 @@ replace by its last path component
 - every token that is a local path: absolute (``/...``, ``\\...``, ``C:\\...``), ``~``-prefixed, or
   with a ``..`` component;
 - the value of a path option (``--out``, ``--cache-dir``, ``--data-dir``, ``--method-file``,
-  ``--slurm-folder``, ``--submissions``, ``--html``), written ``--out DIR`` or ``--out=DIR``,
+  ``--slurm-folder``, ``--submissions``, ``--html``, ``--labels``), written ``--out DIR`` or ``--out=DIR``,
   whatever it is;
 - the value of a ``NAME=VALUE`` token whose VALUE is a local path;
 
@@ -26,7 +26,7 @@ import re
 import shlex
 
 PATH_OPTIONS = frozenset({"--out", "--cache-dir", "--data-dir", "--method-file", "--slurm-folder",
-                          "--submissions", "--html"})
+                          "--submissions", "--html", "--labels"})
 
 _SEPARATORS = re.compile(r"[/\\]+")
 _ABSOLUTE = re.compile(r"[/\\~]|[A-Za-z]:[/\\]")   # at the start of a token

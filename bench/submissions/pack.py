@@ -4,15 +4,14 @@ command made public (``commands.public_command``), validated, then moved into pl
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
 from bench.errors import BenchError
-from bench.io import apply_umask, atomic_write_json, sha256_file
-from bench.results import RESULT_FILE, SCORES_FILE, CellResult, load_cell, params_slug
+from bench.io import atomic_write_json, sha256_file, staged_folder
+from bench.results import EXTERNAL_NOTE, RESULT_FILE, SCORES_FILE, CellResult, load_cell, params_slug
 from bench.specs import ModelPairSpec, ProtocolSpec
 from bench.submissions.check import validate_submission
 from bench.submissions.commands import public_command
@@ -59,9 +58,19 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
     if missing:
         method = cells[0][1].method
         params = " ".join(f"--param {k}={v}" for k, v in sorted(method.params.items()))
-        problems.append(f"missing cells: {', '.join(missing)}; run them with bench run --method {method.name} "
-                        f"{params} --protocol {protocol.name} --models {cells[0][1].models['name']} "
-                        f"--seeds {' '.join(map(str, protocol.seeds))}".replace("  ", " "))
+        if cells[0][1].external is not None:   # a student trained elsewhere: each missing cell needs its checkpoint
+            problems.append(f"missing cells: {', '.join(missing)}; train a student on each one's labels (bench labels) "
+                            f"and score it with bench evaluate --name {method.name} {params} --protocol "
+                            f"{protocol.name} --models {cells[0][1].models['name']} --source S --seeds N "
+                            "--student CHECKPOINT --labels LABELS".replace("  ", " "))
+        else:
+            problems.append(f"missing cells: {', '.join(missing)}; run them with bench run --method {method.name} "
+                            f"{params} --protocol {protocol.name} --models {cells[0][1].models['name']} "
+                            f"--seeds {' '.join(map(str, protocol.seeds))}".replace("  ", " "))
+    kinds = {result.external is not None for _, result in chosen.values()}
+    if len(kinds) > 1:
+        problems.append("holds cells of students trained by the harness and of students trained elsewhere (bench "
+                        "evaluate) under one name: give the external student another --name")
     return chosen, problems
 
 
@@ -103,6 +112,7 @@ def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, c
         "cells": refs,
         "summary": submission_summary(results),
         "intervals": submission_intervals(load_cells(folder / cell_folder(r.seed, r.source) for r in results)),
+        **({"external": EXTERNAL_NOTE} if first.external is not None else {}),
     })
 
 
@@ -131,20 +141,11 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
         raise BenchError("nothing submitted:\n  " + "\n  ".join(problems))
     written = []
     for chosen, protocol, destination in plans:
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", dir=destination.parent))
-        apply_umask(staging)  # mkdtemp's folder is 0700; the submission is shared as the user's umask says
-        try:
+        with staged_folder(destination) as staging:
             _write(chosen, protocol, staging, submitter, command)
             check = validate_submission(staging, protocols, model_pairs)
             if not check.ok:
                 raise BenchError(f"the submission for {destination} does not validate:\n  " +
                                  "\n  ".join(map(str, check.errors)))
-            if destination.exists():
-                shutil.rmtree(destination)
-            staging.rename(destination)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging)
         written.append(destination)
     return written

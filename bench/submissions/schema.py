@@ -69,6 +69,9 @@ class SubmissionFile(_Strict):
     cells: list[CellRef]
     summary: dict[str, float | int | None]
     intervals: Intervals
+    # Set (to bench.results.EXTERNAL_NOTE) when the students were trained outside the harness and scored
+    # by bench evaluate: the board shows it beside the row. Absent in the harness's own submissions.
+    external: str | None = None
 
 
 def submission_summary(cells: list) -> dict[str, float | int | None]:

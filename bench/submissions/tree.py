@@ -1,12 +1,12 @@
 """Many submissions at once (``validate_tree``): finding them under a root, and what only shows
 across them -- duplicates, folders not at ``<protocol>/<models>/<slug>``, and submissions that
-disagree on the teacher of a cell."""
+disagree on the teacher of a cell or on the labels one teacher gave."""
 from __future__ import annotations
 
 import os
 from collections import defaultdict
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
@@ -46,12 +46,34 @@ def teacher_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]
     return conflicts
 
 
+def label_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]:
+    """Cells of one teacher (protocol x model pair x teacher cache key) whose recorded label digests
+    differ: the same teacher entry gives the same labels, so the labels an external student declares
+    can be checked against the harness's students of that teacher. (What differs, which submissions.)
+    A warning, as teacher conflicts are: another CPU can give another float with the same key."""
+    seen: dict[tuple, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for v in validations:
+        for cell in v.cells:
+            if cell.labels is not None and cell.labels.kind == "teacher" and cell.teacher.get("cache_key"):
+                key = (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, cell.teacher["cache_key"])
+                seen[key][cell.labels.digest].add(v.key)
+    conflicts = []
+    for (_, models, seed, source, teacher), by_digest in seen.items():
+        if len(by_digest) > 1:
+            shown = "; ".join(f"{digest[:12]} in {', '.join(sorted(keys))}" for digest, keys in by_digest.items())
+            conflicts.append((f"{models} seed {seed} {source}, teacher {teacher}: label digests {shown}",
+                              set().union(*by_digest.values())))
+    return conflicts
+
+
 def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
-                  model_pairs: Mapping[str, ModelPairSpec] | None = None) -> list[Validation]:
-    """Validate every submission under ``path``; also refuse duplicates and misplaced folders, and
-    warn where submissions disagree on the teacher."""
+                  model_pairs: Mapping[str, ModelPairSpec] | None = None,
+                  validate: Callable[..., Validation] = validate_submission) -> list[Validation]:
+    """Validate every submission under ``path`` (each with ``validate``, which the leaderboard's cache
+    replaces: leaderboard/cache.py); also refuse duplicates and misplaced folders, and warn where
+    submissions disagree on the teacher."""
     path = Path(path)
-    validations = [validate_submission(folder, protocols, model_pairs) for folder in find_submissions(path)]
+    validations = [validate(folder, protocols, model_pairs) for folder in find_submissions(path)]
     for v in validations:
         v.name = v.folder.relative_to(path).as_posix() if v.folder != path else path.name
     readable = [v for v in validations if v.submission is not None]
@@ -70,10 +92,15 @@ def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = Non
                     "and protocol", "keep one of them")
         else:
             first[identity] = v
-    conflicts = teacher_conflicts(validations)
+    conflicts, disagreeing = teacher_conflicts(validations), label_conflicts(validations)
     for v in validations:
         for conflict, keys in conflicts:
             if v.key in keys:
                 v.warn(".", "teacher", f"submissions disagree on the teacher: {conflict}",
                        "rerun every method of this protocol and model pair with the same code and settings")
+        for conflict, keys in disagreeing:
+            if v.key in keys:
+                v.warn(".", "labels", f"cells of the same teacher record different labels: {conflict}",
+                       "export the labels (bench labels) and run or evaluate every student on the same machine "
+                       "and code")
     return validations

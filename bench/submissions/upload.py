@@ -1,51 +1,101 @@
 """Uploads: a submission .zip unpacked without trusting it (``extract_upload``), for the leaderboard's
-submit tab to validate."""
+submit tab to validate.
+
+Every way an archive can be malformed ends as a ``BenchError`` that names the entry at fault and what
+to do, never as an exception from ``zipfile`` (a damaged entry fails its CRC check only once it is
+read, so reading is guarded too). What macOS Finder adds to a zip (``__MACOSX/``, ``.DS_Store``,
+``._*`` resource forks) is skipped without being read: it is metadata of the submitter's machine, not
+part of the submission.
+"""
 from __future__ import annotations
 
+import posixpath
 import stat
+import zlib
 from pathlib import Path
 
 from bench.errors import BenchError
+from bench.report import fmt
 from bench.submissions import limits
 from bench.submissions.limits import CELL_FILE_RE, SUBMISSION_FILE
+
+REZIP = "zip the submission folder again (python -m zipfile -c sub.zip FOLDER/)"
+LAYOUT = "submission.json and cells/seed<N>/<source>/{result.json,scores.csv.gz} only"
+
+
+def size_text(n: int) -> str:
+    """A size as a person reads it: MB from 0.1 MB up, else bytes (a test may lower a limit to 1000)."""
+    return f"{fmt(n / 2**20)} MB" if n >= 2**20 // 10 else f"{n} bytes"
+
+
+def is_os_metadata(name: str) -> bool:
+    """Finder's ``__MACOSX/`` folder, ``.DS_Store`` files and ``._name`` resource forks."""
+    parts = name.split("/")
+    return parts[0] == "__MACOSX" or parts[-1] == ".DS_Store" or parts[-1].startswith("._")
+
+
+def _submission_prefix(names: list[str]) -> str:
+    """The folder inside the archive that holds submission.json ("" when it is at the top): the
+    archive may hold the submission at its top or inside folders (``naive/...``)."""
+    found = [n for n in names if posixpath.basename(n) == SUBMISSION_FILE]
+    if not found:
+        shown = ", ".join(repr(n[:100]) for n in names[:3]) + (", ..." if len(names) > 3 else "")
+        raise BenchError(f"the upload holds no {SUBMISSION_FILE} (it holds {shown or 'no files'}); {REZIP}")
+    if len(found) > 1:
+        raise BenchError(f"the upload holds {len(found)} submissions ({', '.join(repr(n[:100]) for n in found[:3])}); "
+                         "upload one submission folder at a time")
+    folder = posixpath.dirname(found[0])
+    return f"{folder}/" if folder else ""
 
 
 def extract_upload(archive: Path, dest: Path) -> Path:
     """A submission .zip unpacked into ``dest`` without trusting it: size and file-count limits from
     the archive's directory and again while reading, only the submission layout, no links, nothing run.
-    Returns the submission folder (the archive may hold it at its top or inside one folder)."""
+    Returns the submission folder."""
     import zipfile
 
     size = Path(archive).stat().st_size
     if size > limits.MAX_SUBMISSION_BYTES:
-        raise BenchError(f"the upload is {size} bytes, over the limit of {limits.MAX_SUBMISSION_BYTES}")
+        raise BenchError(f"the upload is {size_text(size)}, over the limit of {size_text(limits.MAX_SUBMISSION_BYTES)}; "
+                         "a submission of the real protocol is a few MB: upload only the submission folder")
     try:
         zf = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError) as error:
-        raise BenchError(f"the upload is not a zip archive ({error}); zip the submission folder "
-                         "(python -m zipfile -c sub.zip FOLDER/)") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as error:
+        raise BenchError(f"the upload is not a zip archive that can be read ({error}); {REZIP}") from None
     with zf:
-        infos = [i for i in zf.infolist() if not i.is_dir()]
-        if len(infos) > limits.MAX_FILES or sum(i.file_size for i in infos) > limits.MAX_SUBMISSION_BYTES:
-            raise BenchError(f"the upload unpacks to more than {limits.MAX_SUBMISSION_BYTES} bytes or "
-                             f"{limits.MAX_FILES} files")
+        infos = [i for i in zf.infolist() if not i.is_dir() and not is_os_metadata(i.filename)]
+        unpacked_size = sum(i.file_size for i in infos)
+        if len(infos) > limits.MAX_FILES or unpacked_size > limits.MAX_SUBMISSION_BYTES:
+            raise BenchError(f"the upload unpacks to {len(infos)} files and {size_text(unpacked_size)}, more than "
+                             f"{limits.MAX_FILES} files or {size_text(limits.MAX_SUBMISSION_BYTES)}; a submission "
+                             f"holds {LAYOUT}")
         names = [i.filename for i in infos]
-        tops = {n.split("/", 1)[0] for n in names}
-        prefix = f"{tops.pop()}/" if len(tops) == 1 and all("/" in n for n in names) else ""
+        prefix = _submission_prefix(names)
+        seen: set[str] = set()
+        for info in infos:   # every entry is checked before any is read
+            name = info.filename
+            if stat.S_ISLNK(info.external_attr >> 16):
+                raise BenchError(f"the upload holds a link, {name[:100]!r}; a submission holds only files")
+            rel = name[len(prefix):] if name.startswith(prefix) else None
+            if rel is None or (rel != SUBMISSION_FILE and not CELL_FILE_RE.fullmatch(rel)):
+                raise BenchError(f"the upload holds {name[:100]!r}, which is not part of a submission ({LAYOUT}, "
+                                 f"here under {prefix or 'the top of the archive'!r}); remove it and {REZIP}")
+            if rel in seen:
+                raise BenchError(f"the upload holds {name[:100]!r} twice; {REZIP}")
+            seen.add(rel)
         unpacked = 0
         for info in infos:
-            rel = info.filename[len(prefix):]
-            if stat.S_ISLNK(info.external_attr >> 16):
-                raise BenchError(f"the upload holds a link, {info.filename!r}; a submission holds only files")
-            if rel != SUBMISSION_FILE and not CELL_FILE_RE.fullmatch(rel):
-                raise BenchError(f"the upload holds {info.filename[:100]!r}, which is not part of a submission "
-                                 "(submission.json and cells/seed<N>/<source>/{result.json,scores.csv.gz} only)")
-            target = Path(dest, rel)
+            target = Path(dest, info.filename[len(prefix):])
             target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as source, open(target, "wb") as sink:
-                data = source.read(limits.MAX_SUBMISSION_BYTES - unpacked + 1)
-                unpacked += len(data)
-                if unpacked > limits.MAX_SUBMISSION_BYTES:
-                    raise BenchError("the upload unpacks to more than its directory says")
-                sink.write(data)
+            try:
+                with zf.open(info) as source, open(target, "wb") as sink:
+                    data = source.read(limits.MAX_SUBMISSION_BYTES - unpacked + 1)
+                    unpacked += len(data)
+                    if unpacked > limits.MAX_SUBMISSION_BYTES:
+                        raise BenchError(f"the upload unpacks to more than its directory says (past "
+                                         f"{size_text(limits.MAX_SUBMISSION_BYTES)} at {info.filename[:100]!r}); {REZIP}")
+                    sink.write(data)
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError) as error:
+                # A damaged entry (bad CRC, cut short), an unsupported compression method or an encrypted entry.
+                raise BenchError(f"the upload's {info.filename[:100]!r} cannot be read: {error}; {REZIP}") from None
     return Path(dest)

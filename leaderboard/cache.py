@@ -1,0 +1,182 @@
+"""Validation results cached by the submission's files' checksums, so that starting the board and
+"reload" validate again only the submissions that changed.
+
+Validating a submission recomputes every number from its per-pair scores (about half a second for a
+reference submission on a 2-core machine: 6 s of the board's start-up for eleven of them). Its
+outcome is a pure function of
+
+- the bytes of every file of the submission (their sha256, with their paths),
+- the code that validates (``VALIDATION_CODE``, by ``bench.versions.code_version``) and the numpy and
+  pydantic it runs on,
+- the registered protocols and model pairs it is checked against (and the ones a caller adds), and
+- the limits of ``bench.submissions.limits`` (a test may lower one),
+
+so one entry per submission folder stores that key beside the outcome, and is used only when the key
+is the same. An entry is JSON (never pickle: a cache file is read, never run), written atomically; an
+entry that cannot be read or does not hold what a Validation needs is ignored and written again. A
+folder with a link or a special file is not cached: validation refuses it anyway, and its files
+cannot be hashed without following the link. Beside each entry, ``<entry>.path`` names its folder, so
+the entries of folders that are gone (a test's temporary submissions) are removed, not kept forever.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from dataclasses import asdict
+from importlib.metadata import version
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from bench.io import atomic_write_bytes, atomic_write_json, sha256_file
+from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
+from bench.stats import Cell, EvalSet
+from bench.submissions import limits
+from bench.submissions.check import validate_submission
+from bench.submissions.limits import Problem, Validation
+
+FORMAT = 1   # the layout of an entry; bump it when what is stored changes
+# What a submission's validation outcome depends on besides its files: the check itself, the
+# schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
+# of protocols and model pairs, and this module (how an outcome is stored).
+VALIDATION_CODE = ("bench.submissions.check", "bench.submissions.limits", "bench.submissions.schema",
+                   "bench.submissions.scores", "bench.submissions.commands", "bench.results", "bench.metrics",
+                   "bench.report", "bench.stats", "bench.specs", "bench.protocols", "bench.io", "leaderboard.cache")
+
+
+def default_dir() -> Path:
+    """Beside the teacher cache: $SHIFTBENCH_CACHE/leaderboard, else ~/.cache/shiftbench/leaderboard."""
+    from bench.settings import default_cache_dir
+
+    return default_cache_dir() / "leaderboard"
+
+
+def context_key(protocols: Mapping[str, ProtocolSpec] | None, model_pairs: Mapping[str, ModelPairSpec] | None) -> str:
+    """Everything but the files that decides a validation outcome, as one digest."""
+    from bench.protocols import MODEL_PAIRS, PROTOCOLS, protocol_hash
+    from bench.versions import code_version
+
+    known = {name: PROTOCOLS.get(name) for name in PROTOCOLS.names()} | dict(protocols or {})
+    pairs = {name: MODEL_PAIRS.get(name) for name in MODEL_PAIRS.names()} | dict(model_pairs or {})
+    return hashlib.sha256(canonical_json({
+        "format": FORMAT, "code": code_version(VALIDATION_CODE),
+        "packages": {name: version(name) for name in ("numpy", "pydantic")},
+        "limits": {name: getattr(limits, name) for name in dir(limits) if name.isupper()
+                   and isinstance(getattr(limits, name), (int, float, str))},
+        "protocols": {name: protocol_hash(spec) for name, spec in known.items()},
+        "model_pairs": {name: canonical_json(spec) for name, spec in pairs.items()},
+    }).encode()).hexdigest()
+
+
+def files_key(folder: Path) -> str | None:
+    """sha256 over every file of ``folder`` (path and content); None when it holds a link or a special file."""
+    digest = hashlib.sha256()
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        dirs.sort()
+        for name in [*dirs, *sorted(names)]:
+            path = Path(root, name)
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                return None
+            if stat.S_ISREG(mode):
+                digest.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\0".encode())
+    return digest.hexdigest()
+
+
+# --- an outcome as JSON, and back ------------------------------------------------------------------------
+def _correctness_text(values: np.ndarray) -> str:
+    """Per-pair correctness (0, 1/2 or 1) as one digit each, "0", "1" or "2" halves."""
+    return ((np.asarray(values) * 2).astype(np.uint8) + ord("0")).tobytes().decode("ascii")
+
+
+def _correctness(text: str, n: int) -> np.ndarray:
+    halves = np.frombuffer(text.encode("ascii"), dtype=np.uint8) - ord("0")
+    if len(halves) != n or (halves > 2).any():
+        raise ValueError("per-pair correctness does not match its pairs")
+    return halves / 2.0
+
+
+def _to_json(v: Validation, key: str) -> dict:
+    return {"format": FORMAT, "key": key, "folder": str(v.folder),
+            "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
+            "submission": v.submission, "cells": [c.model_dump(mode="json") for c in v.cells],
+            "pairs": [{"method": c.method, "seed": c.seed, "source": c.source, "category": c.category,
+                       "eval_sets": [{"name": e.name, "role": e.role, "pair_ids": list(e.pair_ids),
+                                      "teacher": _correctness_text(e.teacher), "student": _correctness_text(e.student)}
+                                     for e in c.eval_sets]} for c in v.pairs]}
+
+
+def _from_json(data: dict, folder: Path) -> Validation:
+    from bench.results import CellResult
+
+    pairs = [Cell(c["method"], int(c["seed"]), c["source"], c["category"], tuple(
+        EvalSet(e["name"], e["role"], tuple(e["pair_ids"]), _correctness(e["teacher"], len(e["pair_ids"])),
+                _correctness(e["student"], len(e["pair_ids"]))) for e in c["eval_sets"])) for c in data["pairs"]]
+    return Validation(folder, errors=[Problem(**p) for p in data["errors"]],
+                      warnings=[Problem(**p) for p in data["warnings"]], submission=data["submission"],
+                      cells=[CellResult.model_validate(c) for c in data["cells"]], pairs=pairs)
+
+
+def entry_path(cache_dir: Path, folder: Path) -> Path:
+    return Path(cache_dir) / f"{hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:32]}.json"
+
+
+def prune(cache_dir: Path) -> None:
+    """Remove the entries whose submission folder no longer exists."""
+    for path_file in Path(cache_dir).glob("*.json.path"):
+        try:
+            if not Path(path_file.read_text(encoding="utf-8")).is_dir():
+                path_file.with_suffix("").unlink(missing_ok=True)
+                path_file.unlink(missing_ok=True)
+        except OSError:
+            pass   # another process pruned it first, or the cache is read-only: nothing to do
+
+
+def validate_cached(folder: Path, protocols: Mapping[str, ProtocolSpec] | None,
+                    model_pairs: Mapping[str, ModelPairSpec] | None, cache_dir: Path, context: str) -> Validation:
+    """``validate_submission(folder, ...)``, from the cache when the folder's files and ``context``
+    (``context_key``) are those of the stored entry."""
+    from pydantic import ValidationError
+
+    folder = Path(folder)
+    files = files_key(folder)
+    if files is None:
+        return validate_submission(folder, protocols, model_pairs)
+    key = hashlib.sha256(f"{context}\0{files}".encode()).hexdigest()
+    entry = entry_path(cache_dir, folder)
+    try:
+        data = json.loads(entry.read_bytes())
+        if data.get("format") == FORMAT and data.get("key") == key:
+            return _from_json(data, folder)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
+        pass   # a damaged entry: validate again and write it anew
+    found = validate_submission(folder, protocols, model_pairs)
+    if files_key(folder) == files:   # unchanged while it was read: the outcome belongs to this key
+        try:
+            atomic_write_bytes(entry.with_name(entry.name + ".path"), str(folder.resolve()).encode())
+            atomic_write_json(entry, _to_json(found, key))
+        except OSError:
+            pass   # a cache that cannot be written costs time, never a result
+    return found
+
+
+def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
+                  model_pairs: Mapping[str, ModelPairSpec] | None = None, cache_dir: Path | None = None
+                  ) -> list[Validation]:
+    """``bench.submissions.tree.validate_tree`` with each submission's own checks taken from the cache;
+    the checks across submissions (duplicates, misplaced folders, disagreements: cheap) always run."""
+    from bench.submissions import tree
+
+    cache_dir = Path(cache_dir) if cache_dir else default_dir()
+    context = context_key(protocols, model_pairs)
+    prune(cache_dir)
+
+    def cached(folder, protocols=None, model_pairs=None):
+        return validate_cached(folder, protocols, model_pairs, cache_dir, context)
+
+    return tree.validate_tree(Path(path), protocols, model_pairs, validate=cached)
