@@ -279,15 +279,19 @@ def reward_forward(model: nn.Module, batch: dict[str, torch.Tensor], output_hidd
     """One forward: the rewards (float32; one per sequence, or for pair rows every a's then every b's)
     read where the model's readout says, and every layer's hidden states when asked."""
     readout = getattr(model, "shiftbench_readout", None)
-    pairs = "pair_attention" in batch
-    pooled = readout in ("response_mean", "response_last")
-    out = forward(model, batch, output_hidden_states or pooled or pairs, run)
-    hidden = out.hidden_states if output_hidden_states else None
-    if pairs:   # the head on the last layer's state at a's and b's last tokens
-        last, rows = out.hidden_states[-1], torch.arange(len(batch["readout"]), device=batch["readout"].device)
+    if "pair_attention" in batch:   # the head on the last layer's state at a's and b's last tokens
+        if output_hidden_states or run is not None or torch.is_grad_enabled():
+            out = forward(model, batch, True, run)
+            last, hidden = out.hidden_states[-1], (out.hidden_states if output_hidden_states else None)
+        else:   # scoring: the backbone's last layer alone, without holding every layer's states
+            last, hidden = forward(inner_model(model).base_model, batch).last_hidden_state, None
+        rows = torch.arange(len(batch["readout"]), device=batch["readout"].device)
         _, head = head_of(inner_model(model))
         ends = torch.cat([last[rows, batch["readout"][:, 0]], last[rows, batch["readout"][:, 1]]])
         return head(ends)[:, 0].float(), hidden
+    pooled = readout in ("response_mean", "response_last")
+    out = forward(model, batch, output_hidden_states or pooled, run)
+    hidden = out.hidden_states if output_hidden_states else None
     if not pooled:
         return out.logits[:, 0].float(), hidden
     return read_response(inner_model(model), out.hidden_states[-1], batch["response_mask"], readout), hidden

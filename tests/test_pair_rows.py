@@ -111,3 +111,23 @@ def test_the_real_smollm2_gives_the_same_rewards_in_pair_rows():
     shared = score(model, sequences, batch_size=6, pairs=True)
     model.shiftbench_pair_rows = False
     assert shared == pytest.approx(score(model, sequences, batch_size=6, pairs=True), abs=1e-4)
+
+
+def test_a_lora_student_scores_its_pair_rows_through_its_adapters(specs, tokenizers):
+    """Scoring reads the backbone's last layer alone (no layer's states kept): with LoRA the adapters
+    are in that backbone, so pair rows still give the two-sequence scores, and not the pretrained ones."""
+    from bench.specs import frozen_map
+
+    spec = dataclasses.replace(specs["qwen"], lora=frozen_map(r=4, alpha=8, target_modules=("q_proj", "up_proj")))
+    fmt = formatter_for(spec, tokenizers["qwen"], 96)
+    sequences = [seq for pair in zip(*_pairs(fmt)) for seq in pair]
+    model = load_reward_model(spec, seed=0)
+    for name, p in model.named_parameters():   # adapters off zero, so that they change the scores
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.5)
+    shared = score(model, sequences, batch_size=6, pairs=True)
+    with model.disable_adapter():
+        pretrained = score(model, sequences, batch_size=6, pairs=True)
+    model.shiftbench_pair_rows = False
+    assert shared == pytest.approx(score(model, sequences, batch_size=6, pairs=True), abs=1e-5)
+    assert max(abs(a - b) for a, b in zip(shared, pretrained)) > 1e-3
