@@ -28,22 +28,28 @@ def find_submissions(root: Path) -> list[Path]:
     return sorted(found)
 
 
+def _disagreements(validations: list[Validation], value_of) -> list[tuple[tuple, dict[str, set[str]]]]:
+    """(key, value -> submission keys) for every key on which submissions record more than one value;
+    ``value_of(cell)`` yields a cell's (key, value) pairs."""
+    seen: dict[tuple, dict] = defaultdict(lambda: defaultdict(set))
+    for v in validations:
+        for cell in v.cells:
+            for key, value in value_of(cell):
+                seen[key][value].add(v.key)
+    return [(key, by_value) for key, by_value in seen.items() if len(by_value) > 1]
+
+
 def teacher_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]:
     """Cells where submissions of one protocol x model pair disagree on the teacher (it is trained
     before any method runs, so it must be the same for all of them): (what differs, which submissions)."""
-    seen: dict[tuple, dict[float, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for v in validations:
-        for cell in v.cells:
-            for name, acc in cell.eval_sets.items():
-                key = (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, name)
-                seen[key][round(acc.teacher_acc, 9)].add(v.key)
-    conflicts = []
-    for (_, models, seed, source, name), by_value in seen.items():
-        if len(by_value) > 1:
-            shown = "; ".join(f"{value} in {', '.join(sorted(keys))}" for value, keys in by_value.items())
-            conflicts.append((f"{models} seed {seed} {source} -> {name}: teacher accuracy {shown}",
-                              set().union(*by_value.values())))
-    return conflicts
+    def accuracies(cell):
+        for name, acc in cell.eval_sets.items():
+            yield (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, name), round(acc.teacher_acc, 9)
+
+    return [(f"{models} seed {seed} {source} -> {name}: teacher accuracy "
+             + "; ".join(f"{value} in {', '.join(sorted(keys))}" for value, keys in by_value.items()),
+             set().union(*by_value.values()))
+            for (_, models, seed, source, name), by_value in _disagreements(validations, accuracies)]
 
 
 def label_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]:
@@ -51,19 +57,15 @@ def label_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]
     differ: the same teacher entry gives the same labels, so the labels an external student declares
     can be checked against the harness's students of that teacher. (What differs, which submissions.)
     A warning, as teacher conflicts are: another CPU can give another float with the same key."""
-    seen: dict[tuple, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-    for v in validations:
-        for cell in v.cells:
-            if cell.labels is not None and cell.labels.kind == "teacher" and cell.teacher.get("cache_key"):
-                key = (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, cell.teacher["cache_key"])
-                seen[key][cell.labels.digest].add(v.key)
-    conflicts = []
-    for (_, models, seed, source, teacher), by_digest in seen.items():
-        if len(by_digest) > 1:
-            shown = "; ".join(f"{digest[:12]} in {', '.join(sorted(keys))}" for digest, keys in by_digest.items())
-            conflicts.append((f"{models} seed {seed} {source}, teacher {teacher}: label digests {shown}",
-                              set().union(*by_digest.values())))
-    return conflicts
+    def digests(cell):
+        if cell.labels is not None and cell.labels.kind == "teacher" and cell.teacher.get("cache_key"):
+            yield (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, cell.teacher["cache_key"]), \
+                cell.labels.digest
+
+    return [(f"{models} seed {seed} {source}, teacher {teacher}: label digests "
+             + "; ".join(f"{digest[:12]} in {', '.join(sorted(keys))}" for digest, keys in by_digest.items()),
+             set().union(*by_digest.values()))
+            for (_, models, seed, source, teacher), by_digest in _disagreements(validations, digests)]
 
 
 def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
