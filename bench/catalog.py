@@ -13,11 +13,13 @@ def print_registered(what: str, data_dir: Path | None = None) -> None:
 
     if what == "methods":
         load_plugins()
+        width = max([11, *map(len, METHODS.names())])   # the names' column
         for name in METHODS.names():
             cls = get_method_class(name)
             origin = method_origin(cls)
             where = "" if origin["kind"] == "built-in" else f" [{origin['kind']}: {origin.get('distribution') or origin.get('file')}]"
-            print(f"{name:11s} {cls.summary}{where}\n{'':11s} params: {describe_params(cls)}\n{'':11s} paper: {cls.paper}")
+            print(f"{name:{width}s} {cls.summary}{where}\n{'':{width}s} params: {describe_params(cls)}\n"
+                  f"{'':{width}s} paper: {cls.paper}")
     elif what == "protocols":
         for name in PROTOCOLS.names():
             p = PROTOCOLS.get(name)

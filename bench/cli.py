@@ -33,6 +33,30 @@ def parse_seed(text: str) -> int:
     return seed
 
 
+def parse_early_stopping(text: str):
+    """--early-stopping's value as a bench.specs.EarlyStopping: empty for its defaults, else comma-separated
+    key=value settings (e.g. holdout=0.2,every=5,metric=agreement)."""
+    import dataclasses
+
+    from bench.errors import BenchError
+    from bench.specs import EarlyStopping
+
+    fields = {f.name: type(f.default) for f in dataclasses.fields(EarlyStopping)}
+    values: dict[str, object] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or key not in fields:
+            raise BenchError(f"--early-stopping {text!r}: {item!r} is not a setting; give any of "
+                             f"{', '.join(f'{k}=' for k in fields)} separated by commas (e.g. --early-stopping "
+                             "holdout=0.2,every=5), or nothing for the defaults")
+        try:
+            values[key] = fields[key](value)
+        except ValueError:
+            raise BenchError(f"--early-stopping: {key}={value!r} is not a {'whole number' if fields[key] is int else 'number'}"
+                             ) from None
+    return EarlyStopping(**values)
+
+
 def parse_grid(text: str) -> tuple[str, list[str]]:
     key, values = parse_param(text)
     points = [v.strip() for v in values.split(",") if v.strip()]
@@ -75,6 +99,11 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--scorer", choices=["hf", "vllm"], default="hf",
                      help="how the student is scored: hf (default) or vllm, for decoder reward models on a GPU "
                           "(pip install -e '.[vllm]'; docs/performance.md)")
+    run.add_argument("--early-stopping", nargs="?", const="", metavar="KEY=VALUE,...",
+                     help="keep each student's best checkpoint on a held-out share of its training pairs, labelled "
+                          "as it trains (the teacher's labels), never on the test splits: holdout=0.1 of the pairs, "
+                          "checked every=10 steps and after the last, by metric=loss (soft-BT) or agreement. The model "
+                          "pair becomes another one, named so (tiny+early-stop), with results and board rows of its own")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="train and score one method on a protocol, cell by cell")
     add_run_arguments(run)
+    run.add_argument("--jobs", type=int, default=1, metavar="N",
+                     help="cells at once, each in a process of its own with cores/N torch threads (default 1: "
+                          "one cell after another in this process); results are the same cells, resumable alike")
 
     sweep = sub.add_parser("sweep", help="run a method over a grid of params; each point is its own result")
     add_run_arguments(sweep)
@@ -250,6 +282,8 @@ def cell_settings(args: argparse.Namespace, method: str):
               "protocol's seeds", file=sys.stderr)
     models = model_pair_from_cli(args.models)
     check_model_folders(models)
+    if getattr(args, "early_stopping", None) is not None:   # bench run and sweep; labels and evaluate train no student
+        models = models.early_stopped(parse_early_stopping(args.early_stopping))
     resolved = {"protocol": protocol, "models": models, "method": method,
                 "params": dict(getattr(args, "param", ())), "sources": tuple(resolve_sources(protocol, args.source)),
                 "seeds": tuple(args.seeds or ()), "cache_dir": args.cache_dir or default_cache_dir(),
@@ -286,11 +320,20 @@ def check_model_folders(models) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from bench.errors import BenchError
     from bench.pipeline import run
     from bench.report import cell_table, params_text
 
     settings = run_settings(args)
-    results = run(settings)
+    if args.jobs < 1:
+        raise BenchError(f"--jobs {args.jobs}: give the number of cells to run at once, 1 or more")
+    if args.jobs > 1 and len(settings.cells) > 1:
+        from bench.executors import make_executor
+        from bench.sweep import run_parallel
+
+        results = run_parallel(settings, make_executor("processes", jobs=args.jobs))
+    else:
+        results = run(settings)
     method = results[0].method
     print(f"\n{method.name} ({params_text(method.params) or 'no params'}) on {settings.protocol.name} "
           f"v{settings.protocol.version} with {settings.models.name}; "

@@ -27,8 +27,9 @@ the train.jsonl a checkpoint was trained on and refuses labels that are not the 
 
 Labels come from the teacher as it is now: the teacher stage is cached and keyed by the code and
 platform (bench/versions.py), so the labels of a cell are the same wherever its teacher cache key is.
-A label-side method (one that changes the labels before the student sees them) will add a
-``--method`` here once the pipeline has that stage; the provenance's ``label_method`` is None until then.
+A label-side method (one whose label stage changes the labels before the student sees them,
+bench/label_stage.py) trains on labels of its own, recorded by digest in its cells; ``bench labels``
+exports the teacher's labels only, and the provenance's ``label_method`` is None.
 """
 from __future__ import annotations
 
@@ -104,12 +105,13 @@ def label_digest(rows: Iterable[dict[str, Any]]) -> str:
     return digest.hexdigest()
 
 
-def labels_record(kind: str, ordered: list[OrderedPair], targets: list[float]) -> LabelsRecord:
-    """What a student learned from, as CellResult.labels records it."""
+def labels_record(kind: str, ordered: list[OrderedPair], targets: list[float], stage: str | None = None) -> LabelsRecord:
+    """What a student learned from, as CellResult.labels records it: ``ordered`` and ``targets`` are its
+    training pairs and their labels; ``stage`` the label stage's cache key when a label-side method made them."""
     from bench.results import LabelsRecord
 
     return LabelsRecord(kind=kind, pairs=len(targets), format=LABEL_FORMAT,
-                        digest=label_digest(preference_rows(ordered, targets)))
+                        digest=label_digest(preference_rows(ordered, targets)), stage=stage)
 
 
 # --- reading exported labels -------------------------------------------------------------------------

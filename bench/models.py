@@ -224,6 +224,62 @@ def num_layers(model: nn.Module) -> int:
     return int(model.config.num_hidden_layers)
 
 
+LM_HEAD_NAMES = ("lm_head.weight", "embed_out.weight")   # a causal LM's output matrix in its checkpoint
+
+
+def pretrained_lm_head(model: nn.Module) -> tuple[torch.Tensor, str]:
+    """A decoder reward model's language-modelling head, which AutoModelForSequenceClassification does
+    not have: the (vocab, hidden) matrix whose product with the last layer's (final-norm) states gives the
+    pretrained causal LM's next-token logits, and where it came from. Tied (``tie_word_embeddings``, as in
+    SmolLM2, Qwen2.5-0.5B, Llama-3.2-1B): the model's own input embeddings, detached. Untied (Qwen2.5-7B,
+    Llama-3.1-8B): ``lm_head.weight`` read once from the checkpoint's safetensors (the sequence-classification
+    load drops it), in the embeddings' dtype and on their device. Either way only the checkpoint's own
+    vocabulary rows: the dedicated pad row ``load_reward_model`` may add is no token the LM predicts."""
+    from transformers import AutoConfig
+
+    inner = inner_model(model)
+    config = inner.config
+    path, revision = config._name_or_path, getattr(config, "_commit_hash", None)
+    embeddings = inner.get_input_embeddings().weight
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    if getattr(text, "tie_word_embeddings", False):
+        pretrained = AutoConfig.from_pretrained(path, revision=revision)
+        vocab = (pretrained.get_text_config() if hasattr(pretrained, "get_text_config") else pretrained).vocab_size
+        return embeddings.detach()[:vocab], "tied: the input embeddings"
+    name, weight = _checkpoint_tensor(path, revision, LM_HEAD_NAMES)
+    return weight.to(device=embeddings.device, dtype=embeddings.dtype), f"untied: {name} from the checkpoint"
+
+
+def _checkpoint_tensor(path: str, revision: str | None, names: tuple[str, ...]) -> tuple[str, torch.Tensor]:
+    """The first of ``names`` found in a checkpoint's safetensors (one file or shards with an index), read
+    alone: only the file holding it is opened, and only that tensor is loaded."""
+    import json
+
+    from safetensors import safe_open
+    from transformers.utils import cached_file
+
+    def fetch(filename: str) -> str | None:
+        return cached_file(path, filename, revision=revision, _raise_exceptions_for_missing_entries=False,
+                           _raise_exceptions_for_connection_errors=False)
+
+    index = fetch("model.safetensors.index.json")
+    if index is not None:
+        weight_map = json.loads(Path(index).read_text())["weight_map"]
+        files = {name: weight_map[name] for name in names if name in weight_map}
+    else:
+        files = {name: "model.safetensors" for name in names}
+    for name, filename in files.items():
+        resolved = fetch(filename)
+        if resolved is None:
+            continue
+        with safe_open(resolved, framework="pt") as f:
+            if name in f.keys():
+                return name, f.get_tensor(name)
+    raise BenchError(f"model {path!r}: its language-modelling head ({' or '.join(names)}) is not in its safetensors "
+                     f"checkpoint, and its config does not tie it to the input embeddings. Use a decoder checkpoint "
+                     f"saved as safetensors with its LM head (e.g. save the AutoModelForCausalLM with save_pretrained)")
+
+
 def model_provenance(spec: ModelSpec) -> dict[str, Any]:
     """How a model is loaded beyond its spec: the dtype ``auto`` resolved to on this machine."""
     return {"dtype": str(resolve_dtype(spec.dtype)).removeprefix("torch.")}

@@ -26,6 +26,7 @@ from bench.cache import LOCKS, Cache, SharedWork
 from bench.data import LoadedSplit, Pair, eval_sets, load_pairs, split_prompt_disjoint, sub_seed
 from bench.distributed import on_main_process, state
 from bench.env import environment
+from bench.label_stage import has_label_stage, label_code, label_stage
 from bench.labels import labels_record
 from bench.metrics import accuracy, cell_metrics
 from bench.models import formatter_for, load_reward_model, load_tokenizer, max_positions, model_provenance, weights_revision
@@ -128,7 +129,10 @@ class RunContext:
                             "method": self.method.name, "params": self.method.params.model_dump(),
                             "method_code": method_origin(type(self.method)).get("sha256"),
                             "source": source, "seed": seed, "schema": SCHEMA_VERSION,
-                            **({"scorer": self.settings.scorer} if self.settings.scorer != "hf" else {})}, length=24)
+                            **({"scorer": self.settings.scorer} if self.settings.scorer != "hf" else {}),
+                            # a label-side method's cell also depends on the label stage's code; other cells
+                            # do not, so changing that code recomputes only theirs
+                            **({"label_code": label_code()} if has_label_stage(self.method) else {})}, length=24)
 
     def __hash__(self) -> int:  # lru_cache on methods keys on self
         return id(self)
@@ -171,7 +175,7 @@ def cell_data(ctx: RunContext, source: str, seed: int, timings: dict[str, float]
 
 def training_targets(teacher: Teacher, labels: str) -> list[float]:
     """Stage 4: what the student learns from, P(a > b) per half-B pair: the teacher's soft labels, or
-    the gold labels (the ceiling)."""
+    the gold labels (the ceiling). A label-side method replaces this with its label stage (bench.label_stage)."""
     if labels == "teacher":
         return teacher.soft_labels
     return [1.0 if o.a_is_chosen else 0.0 for o in teacher.ordered]
@@ -185,7 +189,8 @@ def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell
                 student_scores: dict[str, tuple[list[float], list[float]]], student: dict, misfit: dict | None,
                 labels: LabelsRecord | None, truncated: int, formatters: dict[str, dict], timings: dict[str, float],
                 started: float, stages: tuple[str, ...] = TEACHER_STAGES + STUDENT_STAGES,
-                external: ExternalStudent | None = None) -> tuple[CellResult, list[tuple]]:
+                external: ExternalStudent | None = None, label_stage: dict | None = None
+                ) -> tuple[CellResult, list[tuple]]:
     """Stage 7 and the record of stage 8: the cell's accuracies and WRG / AOG / NTS per target from the
     teacher's and the student's scores, as a CellResult, with its per-pair score rows."""
     evals, teacher = data.evals, data.teacher
@@ -220,6 +225,7 @@ def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell
         student=student,
         misfit=misfit,
         labels=labels,
+        label_stage=label_stage,
         external=external,
         timings_s=timings,
         environment=ctx.environment,
@@ -240,21 +246,27 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     data = cell_data(ctx, source, seed, timings)
     teacher, evals = data.teacher, data.evals
 
-    # 4. soft labels: what the student learns from (the ceiling learns from gold instead)
-    targets = training_targets(teacher, ctx.method.labels)
+    strong = ctx.formatter("strong")
+    shared = SharedWork(ctx.cache, {  # what decides the pretrained student's outputs
+        "strong": ctx.models.strong, "strong_revision": ctx.revisions["strong"],
+        "strong_formatter": strong.provenance(), "device": state().device.type})
+
+    # 4. soft labels: what the student learns from (the ceiling learns from gold instead); a label-side
+    # method's label stage (cached) makes them, for all of half B or the pairs it keeps
+    stage = label_stage(ctx, source, seed, data, shared, timings) if has_label_stage(ctx.method) else None
+    kept = stage.kept if stage else list(range(len(teacher.ordered)))
+    ordered = [teacher.ordered[i] for i in kept]
+    targets = stage.targets if stage else training_targets(teacher, ctx.method.labels)
+    per_teacher = stage.teacher_labels if stage and stage.teacher_labels else [()] * len(kept)
 
     # 5. student: the pretrained strong model, trained by the method (a rule-based method trains nothing)
     t = time.perf_counter()
-    strong = ctx.formatter("strong")
     examples: list[TrainExample] = []
     student_log: dict = {"trained": False}
     if ctx.method.trains:
         student = load_reward_model(ctx.models.strong, seed=sub_seed(seed, "student-init"))
-        examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q)
-                    for o, q in zip(teacher.ordered, targets)]
-        shared = SharedWork(ctx.cache, {  # what decides the pretrained student's outputs
-            "strong": ctx.models.strong, "strong_revision": ctx.revisions["strong"],
-            "strong_formatter": strong.provenance(), "device": state().device.type})
+        examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q, tuple(row))
+                    for o, q, row in zip(ordered, targets, per_teacher)]
         student_log = train_student(student, examples, ctx.models.student_train, ctx.method, shared=shared,
                                     seed=sub_seed(seed, "student-order"), desc=f"student {source} s{seed}")
     timings["student_train"] = time.perf_counter() - t
@@ -264,7 +276,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     if ctx.method.trains:
         scorer = functools.partial(SCORERS.get(ctx.settings.scorer), spec=ctx.models.strong)
         student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student", scorer)
-        misfit = student_misfit(student, examples, teacher.soft_labels, ctx.models.score_batch_size, scorer)
+        misfit = student_misfit(student, examples, [teacher.soft_labels[i] for i in kept], ctx.models.score_batch_size,
+                                scorer)
         del student
     else:
         misfit = None
@@ -280,9 +293,11 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
         method={"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels,
                 "trains": ctx.method.trains, "paper": ctx.method.paper, "origin": method_origin(type(ctx.method))},
         student_scores=student_scores, student={"train": student_log, "scorer": ctx.settings.scorer}, misfit=misfit,
-        labels=labels_record(ctx.method.labels, teacher.ordered, targets) if ctx.method.trains else None,
+        labels=labels_record(ctx.method.labels, ordered, targets, stage.key if stage else None)
+        if ctx.method.trains else None,
         truncated=sum(e.a.truncated + e.b.truncated for e in examples),
-        formatters={w: ctx.formatter(w).provenance() for w in ("weak", "strong")}, timings=timings, started=started)
+        formatters={w: ctx.formatter(w).provenance() for w in ("weak", "strong")}, timings=timings, started=started,
+        label_stage=stage.record(len(teacher.ordered)) if stage else None)
     folder = cell_dir(ctx.settings.out, ctx.protocol.name, ctx.models.name, slug_of(ctx.method), seed, source)
     written = on_main_process(lambda: write_cell(folder, result, rows))  # launched on several processes: one writes
     return written or result
@@ -342,10 +357,12 @@ def run(settings: RunSettings) -> list[CellResult]:
     from bench.preflight import check_folders, preflight
     from bench.scorers import check_scorer
 
-    # bad params, an unknown scorer or one that cannot score this student fail here, before any work
+    # bad params, a student the method cannot train, an unknown scorer or one that cannot score this
+    # student fail here, before any work
     method = make_method(settings.method, settings.params, settings.models.defaults_for(settings.method))
     SCORERS.get(settings.scorer)
-    if method.trains:  # a rule-based method scores without the scorer
+    if method.trains:  # a rule-based method has no student, and scores without the scorer
+        method.check_student(settings.models.strong)
         check_scorer(settings.scorer, settings.models.strong)
     ctx = RunContext(settings, method, Cache(settings.cache_dir))
     cells = settings.cells
@@ -360,7 +377,8 @@ def run(settings: RunSettings) -> list[CellResult]:
     todo = [cell for cell in cells if cell not in finished]
     if todo:  # a read-only or full folder, a file where a folder belongs, a pool too small: fail now, not after training
         preflight({"results folder (--out)": settings.out, "teacher cache (--cache-dir)": ctx.cache.root})
-        check_folders({**{f"the cache's {kind} folder": ctx.cache.root / kind for kind in ("teacher", "anchor-reference", LOCKS)},
+        kinds = ("teacher", "anchor-reference", LOCKS) + (("labels", "pair-features") if has_label_stage(method) else ())
+        check_folders({**{f"the cache's {kind} folder": ctx.cache.root / kind for kind in kinds},
                        "the results folder's locks": settings.out / LOCKS,
                        **{f"the cell folder of {source} seed {seed}": folders[seed, source] for seed, source in todo}})
         check_cells(ctx, todo)

@@ -91,6 +91,9 @@ class LabelsRecord(_Schema):
     pairs: int                         # half-B pairs the student learns from
     format: str                        # the digest's definition: bench.labels.LABEL_FORMAT
     digest: str                        # bench.labels.label_digest of those pairs, ordered by the label, with it
+    stage: str | None = None           # the label stage's cache key when a label-side method made the labels
+                                       # (bench/label_stage.py; its pairs may be a subset of half B); None: the
+                                       # teacher's (or gold) labels of every half-B pair
 
 
 class ExternalStudent(_Schema):
@@ -120,6 +123,8 @@ class CellResult(_Schema):
     student: dict[str, Any]            # the student's training log and its scorer
     misfit: Misfit | None = None       # the trained student against its teacher's labels; None when nothing trains
     labels: LabelsRecord | None = None  # what the student learns from, by digest; None in results written before it
+    label_stage: dict[str, Any] | None = None   # a label-side method's label stage: cache key, reused, pairs kept, and
+                                                # what the method recorded (bench/label_stage.py); None without one
     external: ExternalStudent | None = None   # set by bench evaluate: a student trained outside the harness
     timings_s: dict[str, float]        # seconds per stage
     environment: dict[str, Any]        # bench.env.environment(): versions, git commit, device, threads

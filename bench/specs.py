@@ -137,6 +137,40 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class EarlyStopping:
+    """Checkpoint selection on held-out training pairs, as EleutherAI's w2s harness does (its students
+    keep the best checkpoint on a validation split labelled by the weak teacher, ``load_best_model_at_end``).
+
+    Each run of the training loop holds out ``holdout`` of its examples (a seeded split; they are not
+    trained on), scores them every ``every`` steps and after the last, and ends with the checkpoint whose
+    ``metric`` on them was best: ``loss``, the soft-label BT loss against their labels, or ``agreement``,
+    the share of them on which the student prefers the side their label prefers. The labels are those the
+    loop trains on (the teacher's for W2S methods), never the eval sets'. bench.train does the rest."""
+
+    holdout: float = 0.1
+    every: int = 10
+    metric: Literal["loss", "agreement"] = "loss"
+
+    def __post_init__(self) -> None:
+        from bench.errors import BenchError
+
+        if not (isinstance(self.holdout, float) and 0.0 < self.holdout < 1.0):
+            raise BenchError(f"early stopping: holdout {self.holdout!r} is not a share of the training pairs; "
+                             "give a number strictly between 0 and 1 (e.g. 0.1)")
+        if not (isinstance(self.every, int) and not isinstance(self.every, bool) and self.every >= 1):
+            raise BenchError(f"early stopping: every {self.every!r} is not a number of steps; give a whole number >= 1")
+        if self.metric not in ("loss", "agreement"):
+            raise BenchError(f"early stopping: metric {self.metric!r} is not one of loss, agreement")
+
+    def label(self) -> str:
+        """The mark of a model pair trained with it (``ModelPairSpec.early_stopped``): ``early-stop``, with the
+        settings that differ from the defaults (``early-stop-holdout0.2-every5-agreement``)."""
+        changed = [value if isinstance(value, str) else f"{f.name}{value}" for f in dataclasses.fields(self)
+                   if (value := getattr(self, f.name)) != f.default]
+        return "-".join(["early-stop", *changed])
+
+
+@dataclass(frozen=True)
 class TrainConfig:
     """How one reward model is trained. Batch size counts pairs (each pair is two sequences)."""
 
@@ -150,6 +184,9 @@ class TrainConfig:
     # Length-grouped batches (as HF/TRL's group_by_length): less padding, same pairs per epoch.
     # Off by default, so that existing pairs keep their batches and results (docs/performance.md).
     group_by_length: bool = False
+    # Checkpoint selection on held-out training pairs (EarlyStopping). None, the default, trains on every
+    # pair and keeps the last step; a default is left out of spec hashes, so results without it keep their keys.
+    early_stopping: EarlyStopping | None = None
 
 
 @dataclass(frozen=True)
@@ -167,3 +204,11 @@ class ModelPairSpec:
 
     def defaults_for(self, method: str) -> dict[str, Any]:
         return dict(dict(self.method_defaults).get(method, ()))
+
+    def early_stopped(self, stopping: EarlyStopping) -> "ModelPairSpec":
+        """This pair with its students trained under ``stopping``. It is a different pair: its name says so
+        (``tiny+early-stop``) and its hash differs, so its results have their own folder and board rows
+        and are never mistaken for the pair's own (as ``ProtocolSpec.capped`` does for protocols)."""
+        return dataclasses.replace(self, name=f"{self.name}+{stopping.label()}",
+                                   student_train=dataclasses.replace(self.student_train, early_stopping=stopping),
+                                   description=f"{self.description} [students early-stopped: {stopping.label()}]")

@@ -44,29 +44,59 @@ def run_sweep_cell(cell: RunSettings) -> tuple[list, list[str]]:
         return error.finished, error.failures
 
 
+def check_points(settings: RunSettings, points: list[dict[str, str]]) -> None:
+    """Fail before any work on a bad value anywhere in the grid, or a student the method cannot train."""
+    from methods import make_method
+
+    for params in points:
+        method = make_method(settings.method, params, settings.models.defaults_for(settings.method))
+        if method.trains:
+            method.check_student(settings.models.strong)
+
+
+def run_cells(cells: list[RunSettings], runner: Executor) -> tuple[list, list[str]]:
+    """One-cell runs through the executor: their results, and the lines saying why any failed."""
+    results, failures = [], []
+    for cell, outcome in zip(cells, runner.map(run_sweep_cell, cells)):
+        if isinstance(outcome, BaseException):
+            failures.append(f"{describe(cell)}: {type(outcome).__name__}: {outcome}")
+        else:
+            results += outcome[0]
+            failures += outcome[1]
+    return results, failures
+
+
+def one_cell_runs(settings: RunSettings) -> list[RunSettings]:
+    """A run's cells as runs of one cell each, in the run's order."""
+    return [settings.replace(sources=(source,), seeds=(seed,)) for seed, source in settings.cells]
+
+
+def run_parallel(settings: RunSettings, runner: Executor) -> list:
+    """``bench run --jobs N``: the run's cells through the executor, at once. Each cell trains its own
+    teacher (source, seed), so no two share work; a finished cell is skipped as in ``bench run``."""
+    check_points(settings, [settings.params])
+    results, failures = run_cells(one_cell_runs(settings), runner)
+    if failures:
+        raise CellsFailedError(failures, results, settings.out)
+    return results
+
+
 def run_sweep(settings: RunSettings, grid: list[tuple[str, list[str]]], runner: Executor) -> list:
     """Every cell of every grid point through the executor (bench/executors.py). The first point's
     cells run first, on their own: they train every (source, seed)'s teacher once, and the other
     points' cells, run next in parallel, find them in the cache instead of training them again."""
-    from methods import make_method
-
     points = grid_points(settings.params, grid)
-    for params in points:  # fail before any work on a bad value anywhere in the grid
-        make_method(settings.method, params, settings.models.defaults_for(settings.method))
-    cells = [settings.replace(params=params, sources=(source,), seeds=(seed,))
-             for params in points for seed, source in settings.cells]
+    check_points(settings, points)
+    cells = [cell for params in points for cell in one_cell_runs(settings.replace(params=params))]
     first = len(settings.cells)
     results, failures = [], []
     for which, phase in (("grid point 1", cells[:first]), (f"grid points 2 to {len(points)}", cells[first:])):
         if not phase:
             continue
         print(f"[sweep] {which} of {len(points)}: {len(phase)} cells, {type(runner).__name__}", file=sys.stderr)
-        for cell, outcome in zip(phase, runner.map(run_sweep_cell, phase)):
-            if isinstance(outcome, BaseException):
-                failures.append(f"{describe(cell)}: {type(outcome).__name__}: {outcome}")
-            else:
-                results += outcome[0]
-                failures += outcome[1]
+        done, failed = run_cells(phase, runner)
+        results += done
+        failures += failed
     if failures:
         raise CellsFailedError(failures, results, settings.out)
     return results

@@ -38,7 +38,9 @@ class Teacher:
 
 
 def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
-                  evals: dict[str, list[Pair]], timings: dict[str, float]) -> Teacher:
+                  evals: dict[str, list[Pair]], timings: dict[str, float], member: int = 0) -> Teacher:
+    """The cell's teacher; ``member`` m > 0 is another teacher of an ensemble (bench.label_stage), trained
+    on the same half A with seeds of its own, in an entry of its own (the member index is in its key)."""
     inputs = {
         "stage": TEACHER_STAGE_VERSION,
         "protocol": ctx.protocol.name, "protocol_hash": ctx.protocol_hash,
@@ -47,11 +49,12 @@ def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], h
         "data": ctx.data_fingerprint(source),
         "train": ctx.models.teacher_train, "score_batch_size": ctx.models.score_batch_size,
         "code": teacher_code(ctx.loaders(source)), "platform": platform_version(),
+        **({"member": member} if member else {}),   # member 0, the cell's teacher, has no such field: inputs as before
     }
     key = ctx.cache.key(inputs)
     # Held from the lookup to the store: a second run on this cache waits here, then reuses this entry.
     with ctx.cache.lock("teacher", key, collective=True):
-        return _teacher_stage(ctx, source, seed, half_a, half_b, evals, timings, key, inputs)
+        return _teacher_stage(ctx, source, seed, half_a, half_b, evals, timings, key, inputs, member)
 
 
 def teacher_code(loaders: tuple[str, ...] = ()) -> str:
@@ -61,7 +64,8 @@ def teacher_code(loaders: tuple[str, ...] = ()) -> str:
 
 
 def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
-                   evals: dict[str, list[Pair]], timings: dict[str, float], key: str, inputs: dict) -> Teacher:
+                   evals: dict[str, list[Pair]], timings: dict[str, float], key: str, inputs: dict,
+                   member: int = 0) -> Teacher:
     ordered = random_order(half_b, seed)
     folder = ctx.cache.load("teacher", key, required=TEACHER_FILES)
     if folder is not None:
@@ -73,10 +77,12 @@ def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], 
 
     weak = ctx.formatter("weak")
     t = time.perf_counter()
-    model = load_reward_model(ctx.models.weak, seed=sub_seed(seed, "teacher-init"))
+    seeded = (lambda stage: stage) if not member else (lambda stage: f"{stage}/member{member}")
+    name = f"teacher {source} s{seed}" + (f" member {member}" if member else "")
+    model = load_reward_model(ctx.models.weak, seed=sub_seed(seed, seeded("teacher-init")))
     gold = [TrainExample(weak.encode(p.prompt, p.chosen), weak.encode(p.prompt, p.rejected), 1.0) for p in half_a]
     train_log = train_reward_model(model, gold, ctx.models.teacher_train, Naive(),
-                                   seed=sub_seed(seed, "teacher-order"), desc=f"teacher {source} s{seed}")
+                                   seed=sub_seed(seed, seeded("teacher-order")), desc=name)
     timings["teacher_train"] = time.perf_counter() - t
 
     t = time.perf_counter()

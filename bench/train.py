@@ -11,6 +11,7 @@ is weighted by its share of the batch so that the average is the whole batch's m
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -18,12 +19,13 @@ import torch
 from torch import nn
 
 from bench.cache import SharedWork
+from bench.data import sub_seed
 from bench.distributed import on_cpu, shard
-from bench.errors import TrainingDivergedError
-from bench.models import Encoded, collate_examples, reward_forward, uses_pair_rows
+from bench.errors import BenchError, TrainingDivergedError
+from bench.models import Encoded, collate_examples, reward_forward, score, uses_pair_rows
 from bench.pair_rows import row_length
-from bench.specs import TrainConfig
-from methods.base import Method, Step
+from bench.specs import EarlyStopping, TrainConfig
+from methods.base import Method, Step, soft_bt_loss
 
 # Length grouping sorts within mega-batches of this many batches, as HF's LengthGroupedSampler does.
 LENGTH_GROUP_MEGA_BATCHES = 50
@@ -38,11 +40,74 @@ class TrainExample:
     a: Encoded
     b: Encoded
     target: float   # P(a preferred): the teacher's soft label, or 1.0 / 0.0 from gold
+    teacher_labels: tuple[float, ...] = ()   # each teacher's P(a preferred), when a label stage gives them
+                                             # (bench.label_stage; raven): Step.teacher_labels
 
 
 def apply_freezing(model: nn.Module, cfg: TrainConfig) -> None:
     if cfg.freeze_word_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
+
+
+# --- in-memory checkpoints and a model's own soft labels: early stopping here, warm and s2s in methods/ ---
+def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of every parameter that requires grad: all that training can change (frozen weights, and
+    with LoRA the whole base model, stay as loaded). Kept on the CPU, so a checkpoint costs no device memory."""
+    return {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters() if p.requires_grad}
+
+
+@torch.no_grad()
+def load_trainable_state(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Write ``state`` (``trainable_state``'s, or an average of such) into the model's parameters, each
+    in its own dtype and on its own device."""
+    params = dict(model.named_parameters())
+    unknown = sorted(set(state) - set(params))
+    if unknown:
+        raise KeyError(f"a checkpoint of another model: it holds {unknown[:3]}, which this model has no parameter for")
+    for name, value in state.items():
+        params[name].copy_(value)
+
+
+def pair_rewards(model: nn.Module, examples: list[TrainExample], batch_size: int, desc: str
+                 ) -> tuple[list[float], list[float]]:
+    """r(a) and r(b) of each example's pair, scored as every model of a cell is (``bench.models.score``
+    with ``pairs=True``: a decoder reads each pair as one shared-prompt row)."""
+    n = len(examples)
+    rewards = score(model, [e.a for e in examples] + [e.b for e in examples], batch_size, desc=desc, pairs=True)
+    return rewards[:n], rewards[n:]
+
+
+def preference_probability(r_a: float, r_b: float) -> float:
+    """P(a > b) = sigmoid(r_a - r_b), the Bradley-Terry probability: how the teacher's soft labels are made
+    (bench.teacher), written so that no reward gap overflows ``math.exp``."""
+    d = r_a - r_b
+    if d >= 0:
+        return 1.0 / (1.0 + math.exp(-d))
+    e = math.exp(d)
+    return e / (1.0 + e)
+
+
+def holdout_split(n: int, stopping: EarlyStopping, seed: int) -> tuple[list[int], list[int]]:
+    """Of ``n`` examples, the indices a run trains on and those it holds out to pick its checkpoint:
+    ``round(holdout * n)`` of them, drawn with a generator of their own (seeded ``sub_seed(seed,
+    "early-stopping")``, so the batches' order is still the loop seed's alone); both in increasing order."""
+    k = round(stopping.holdout * n)
+    if not 1 <= k < n:
+        raise BenchError(f"early stopping holds out {stopping.holdout} of {n} training pairs, which leaves {k} to "
+                         f"validate on and {n - k} to train on; each needs at least one. Use more pairs or another "
+                         "holdout share")
+    drawn = torch.randperm(n, generator=torch.Generator().manual_seed(sub_seed(seed, "early-stopping"))).tolist()
+    return sorted(drawn[k:]), sorted(drawn[:k])
+
+
+def validation_metrics(r_a: list[float], r_b: list[float], targets: list[float]) -> dict[str, float]:
+    """How well rewards fit labels: ``loss``, the soft-label BT loss (naive's, methods.base.soft_bt_loss),
+    and ``agreement``, the % of pairs on which the rewards prefer the side the label prefers (a tie of
+    either, r_a = r_b or a label of exactly 0.5, counts half)."""
+    as_tensor = functools.partial(torch.tensor, dtype=torch.float64)
+    loss = soft_bt_loss(as_tensor(r_a), as_tensor(r_b), as_tensor(targets)).item()
+    agree = sum(0.5 if a == b or q == 0.5 else float((a > b) == (q > 0.5)) for a, b, q in zip(r_a, r_b, targets))
+    return {"loss": loss, "agreement": 100.0 * agree / len(targets)}
 
 
 @dataclass(frozen=True)
@@ -98,11 +163,23 @@ def pair_lengths(examples: list[TrainExample], pair_rows: bool = False) -> list[
 def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
                        seed: int, desc: str) -> dict:
     """One run of the loop: a fresh optimizer over the parameters that require grad, ``method.loss``
-    on every batch. Hooks around it (setup, finish, phases) belong to ``Method.fit``."""
+    on every batch. Hooks around it (setup, finish, phases) belong to ``Method.fit``.
+
+    With ``cfg.early_stopping`` (bench.specs.EarlyStopping), the run holds out a seeded share of
+    ``examples``, trains on the rest, scores the held-out pairs every ``every`` steps and after the last,
+    and ends with the best of those checkpoints. It is per run of the loop: a method that runs it several
+    times (lp-ft's phases, warm's members, s2s's rounds) stops each run on its own held-out pairs, with
+    the labels that run trains on. Every process scores all the held-out pairs, so all choose alike."""
     from accelerate import Accelerator
     from tqdm.auto import tqdm
 
     apply_freezing(model, cfg)
+    # The examples trained on, as indices into ``examples``: every step's ``example_index`` stays an index
+    # into the list the method was given (bench.reference looks its precomputed rows up by it).
+    stopping, kept, held_out = cfg.early_stopping, list(range(len(examples))), []
+    if stopping is not None:
+        kept, held = holdout_split(len(examples), stopping, seed)
+        held_out = [examples[i] for i in held]
     trainable = [p for p in model.parameters() if p.requires_grad]
     # Precision is the model spec's dtype (it is in every result's key), never the launcher's.
     accelerator = Accelerator(cpu=on_cpu(), mixed_precision="no")
@@ -114,13 +191,13 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
     optimizer = torch.optim.AdamW(trainable, lr=cfg.learning_rate, weight_decay=cfg.weight_decay, **fused)
     wrapped, optimizer = accelerator.prepare(model, optimizer)
     rank, world = accelerator.process_index, accelerator.num_processes
-    steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
+    steps_per_epoch = math.ceil(len(kept) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
     warmup = max(1, round(cfg.warmup_ratio * total))
     schedule = torch.optim.lr_scheduler.LambdaLR(  # not prepared: accelerate would step it once per process
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
     generator = torch.Generator().manual_seed(seed)
-    lengths = pair_lengths(examples, uses_pair_rows(model)) if cfg.group_by_length else [0] * len(examples)
+    lengths = pair_lengths([examples[i] for i in kept], uses_pair_rows(model)) if cfg.group_by_length else [0] * len(kept)
     model.train()
     losses: list[float] = []
     unread: list[torch.Tensor] = []   # the latest steps' losses, still on the device
@@ -139,8 +216,21 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
         if losses:
             progress.set_postfix(loss=f"{losses[-1]:.3f}", epoch=epoch + 1)
 
+    curve: list[dict[str, float]] = []   # early stopping: the held-out metrics at each checked step
+    chosen: dict = {"value": math.inf}   # ... and the best checkpoint so far (a non-finite value never is)
+
+    def validate(done: int) -> None:
+        """Score the held-out pairs after step ``done``; keep the weights when they beat every earlier check."""
+        r_a, r_b = pair_rewards(model, held_out, 2 * cfg.batch_size, f"{desc} validation")
+        model.train()  # scoring left it in eval mode (which, e.g., turns gradient checkpointing off)
+        curve.append({"step": done, **validation_metrics(r_a, r_b, [e.target for e in held_out])})
+        value = curve[-1]["loss"] if stopping.metric == "loss" else -curve[-1]["agreement"]
+        if value < chosen["value"]:
+            chosen.update(value=value, step=done, state=trainable_state(model))
+
     for epoch in range(cfg.epochs):
-        for indices in epoch_batches(lengths, cfg.batch_size, generator, cfg.group_by_length):
+        for positions in epoch_batches(lengths, cfg.batch_size, generator, cfg.group_by_length):
+            indices = [kept[j] for j in positions]
             start, stop = shard(len(indices), rank, world)
             mine = indices[start:stop] or indices[:1]  # an empty shard still joins the all-reduce, at weight 0
             weight = (stop - start) * world / len(indices)
@@ -154,7 +244,9 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
             step = Step(r_a=rewards[:n], r_b=rewards[n:], batch=batch,
                         target=torch.tensor([ex.target for ex in chunk], dtype=torch.float32, device=device),
                         hidden_states=hidden,
-                        model=model, index=len(losses) + len(unread), total=total, host_batch=host_batch)
+                        model=model, index=len(losses) + len(unread), total=total, host_batch=host_batch,
+                        teacher_labels=torch.tensor([ex.teacher_labels for ex in chunk], dtype=torch.float32,
+                                                    device=device) if chunk[0].teacher_labels else None)
             loss, logs = method.loss(step)
             batch_loss = loss.detach() * (weight / world)
             if world > 1:  # the whole batch's loss, the same on every process
@@ -168,10 +260,19 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
             if len(unread) == LOSS_READ_EVERY:
                 read_losses()
             progress.update()
+            done = step.index + 1
+            if stopping is not None and (done % stopping.every == 0 or done == total):
+                validate(done)
         read_losses()
     progress.close()
     accelerator.free_memory()  # drops the DDP wrapper; the trained weights are ``model``'s own
     model.eval()
     tail = losses[-max(1, len(losses) // 10):]
-    return {"steps": total, "pairs": len(examples), "final_loss": sum(tail) / len(tail),
-            "last_step_logs": {k: float(v) for k, v in logs.items()}, "loss_curve": losses[:: max(1, total // 50)]}
+    log = {"steps": total, "pairs": len(kept), "final_loss": sum(tail) / len(tail),
+           "last_step_logs": {k: float(v) for k, v in logs.items()}, "loss_curve": losses[:: max(1, total // 50)]}
+    if stopping is None:
+        return log
+    if "state" in chosen:
+        load_trainable_state(model, chosen["state"])
+    return {**log, "early_stopping": {"holdout_pairs": len(held_out), "every": stopping.every, "metric": stopping.metric,
+                                      "chosen_step": chosen.get("step"), "curve": curve}}

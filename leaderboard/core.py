@@ -699,7 +699,14 @@ def model_pair_card(name: str, model_pairs: Mapping | None = None, board: Board 
         return (f"- **{label}:** learning rate {e(config.get('learning_rate'))}, {e(config.get('epochs'))} epoch(s), "
                 f"batch {e(config.get('batch_size'))} pairs, warmup {e(config.get('warmup_ratio'))}, weight decay "
                 f"{e(config.get('weight_decay'))}, gradient norm ≤ {e(config.get('max_grad_norm'))}"
-                + (", word embeddings frozen" if config.get("freeze_word_embeddings") else ""))
+                + (", word embeddings frozen" if config.get("freeze_word_embeddings") else "")
+                + early_stopping_words(config.get("early_stopping")))
+
+    def early_stopping_words(stopping: Mapping | None) -> str:   # bench.specs.EarlyStopping, recorded
+        if not isinstance(stopping, Mapping):
+            return ""
+        return (f", early-stopped: the best checkpoint on {e(stopping.get('holdout'))} of the training pairs held "
+                f"out, checked every {e(stopping.get('every'))} steps by {e(stopping.get('metric'))}")
 
     lines = [f"# Model pair `{e(plain['name'])}`", "", f"**{e(model_pair_words(plain))}**", "",
              e(plain.get("description", "")), "",

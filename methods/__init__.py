@@ -40,6 +40,15 @@ METHODS.register("gce", "methods.gce:GCE")
 METHODS.register("unbiased", "methods.unbiased:Unbiased", aliases=("rdpo",))
 METHODS.register("bsr", "methods.bsr:BSR")
 METHODS.register("probe", "methods.probe:Probe", aliases=("linear-probe",))
+METHODS.register("warm", "methods.warm:Warm")
+METHODS.register("s2s", "methods.s2s:S2S", aliases=("strong-to-strong",))
+METHODS.register("grm", "methods.grm:GRM")
+# label-side methods: a label stage (bench/label_stage.py) changes what the student learns from
+METHODS.register("teacher-ensemble", "methods.teacher_ensemble:TeacherEnsemble", aliases=("ensemble",))
+METHODS.register("raven", "methods.raven:Raven")
+METHODS.register("reliability-filter", "methods.reliability_filter:ReliabilityFilter")
+METHODS.register("probe-relabel", "methods.probe_relabel:ProbeRelabel")
+METHODS.register("probe-filter", "methods.probe_filter:ProbeFilter")
 
 _PLUGIN_ORIGIN: dict[str, dict] = {}   # method name -> where it came from, when not built in
 _plugins_loaded = False

@@ -31,13 +31,18 @@ Hooks, all optional except ``loss`` (``Naive`` implements it; most methods subcl
   them once (``bench.reference`` keeps ANCHOR's pretrained states there).
 - ``rule_reward(prompt, response)``: for methods that train nothing (``trains = False``), the
   reward of one response; the pipeline then skips the student model altogether.
+- ``relabel(inputs) -> Labels``: a label-side method's label stage (bench/label_stage.py), between the
+  teacher's soft labels and the student's training: from half B, the teacher's labels, more teachers
+  and the pretrained strong model, the labels the student trains on (a target per pair, which pairs
+  it keeps, optionally every teacher's label per pair for the loss: ``Step.teacher_labels``). Run
+  once per cell and cached on disk; not overridden, the student learns from the teacher's labels.
 """
 from __future__ import annotations
 
 import types
 import typing
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Literal
+from typing import TYPE_CHECKING, Callable, ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
@@ -45,6 +50,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from torch import nn
 
 from bench.errors import BadParamsError, BenchError
+
+if TYPE_CHECKING:
+    from bench.label_stage import LabelInputs, Labels
 
 FRONT_MATTER_KEYS = ("name", "idea", "paper")
 
@@ -67,6 +75,8 @@ class Step:
     total: int = 1                     # steps in this training
     host_batch: dict[str, torch.Tensor] | None = None  # ``batch`` before its copy to the device: read
                                                        # sizes here without waiting for the device
+    teacher_labels: torch.Tensor | None = None   # (B, K): each of K teachers' P(a > b), when the method's
+                                                 # label stage gives them (Labels.teacher_labels); else None
 
     @property
     def progress(self) -> float:
@@ -92,6 +102,7 @@ class Method:
     labels: ClassVar[Literal["teacher", "gold"]] = "teacher"
     needs_hidden_states: ClassVar[bool] = False
     trains: ClassVar[bool] = True
+    architectures: ClassVar[tuple[str, ...]] = ("encoder", "decoder")   # the students it can train
     Params: ClassVar[type[BaseModel]] = NoParams
 
     def __init_subclass__(cls, **kwargs):
@@ -125,6 +136,20 @@ class Method:
     def rule_reward(self, prompt: tuple[tuple[str, str], ...], response: str) -> float:
         raise NotImplementedError(f"method {self.name!r} trains a student; it has no rule reward")
 
+    @classmethod
+    def check_student(cls, spec) -> None:
+        """Before any work (bench.pipeline.run): a clear error when the student's architecture (its
+        ModelSpec's) is one this method cannot train."""
+        if spec.architecture not in cls.architectures:
+            raise BenchError(f"method {cls.name!r} trains {' or '.join(cls.architectures)} students, and the student "
+                             f"{spec.name!r} is an {spec.architecture}: use a model pair whose student is a "
+                             f"{cls.architectures[0]} (bench list models)")
+
+    def relabel(self, inputs: LabelInputs) -> Labels:
+        """The label stage: the labels the student trains on (bench/label_stage.py). Only a label-side
+        method defines it; the pipeline runs it once per cell and caches it."""
+        raise NotImplementedError(f"method {self.name!r} has no label stage; it learns from the teacher's labels")
+
 
 def check_method_class(cls: object, where: str) -> type[Method]:
     """A clear error for anything registered as a method that cannot be one."""
@@ -136,6 +161,11 @@ def check_method_class(cls: object, where: str) -> type[Method]:
     if cls.trains and cls.loss is Method.loss:
         raise BenchError(f"{where}: method {cls.name!r} trains a student but defines no loss(step); "
                          f"subclass methods.naive.Naive or define loss")
+    if cls.relabel is not Method.relabel and (not cls.trains or cls.labels != "teacher"):
+        raise BenchError(f"{where}: method {cls.name!r} defines relabel (a label stage) but "
+                         f"{'trains nothing' if not cls.trains else 'learns from gold labels'}: a label stage "
+                         f"changes the teacher's labels for a student to train on. Drop relabel, or set "
+                         f"trains = True and labels = \"teacher\"")
     return cls
 
 

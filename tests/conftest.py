@@ -51,3 +51,20 @@ def registered_small(small_protocol, small_models):
     if models.name not in MODEL_PAIRS:
         MODEL_PAIRS.register(models.name, models)
     return protocol, models
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory, small_protocol, small_models):
+    """Real runs and their submissions on the small protocol (tests/small_runs.py), made once per session;
+    a test that damages one works on a copy (``naive``). tests/test_pipeline_e2e.py has its own ``runs``."""
+    from small_runs import small_runs
+
+    return small_runs(tmp_path_factory, small_protocol, small_models)
+
+
+@pytest.fixture
+def naive(runs, tmp_path):
+    """A private copy of the naive submission to damage."""
+    from small_runs import submission_copy
+
+    return submission_copy(runs, tmp_path / "naive")

@@ -15,15 +15,10 @@ import pytest
 
 from bench.report import TEACHER
 from leaderboard import cache, core, figures
-from small_runs import HOSTILE, flip_one_student_pair, hostile_root, small_runs, zip_folder
+from small_runs import HOSTILE, flip_one_student_pair, hostile_root, zip_folder
 
 REFERENCE = Path(__file__).resolve().parents[1] / "submissions"
 NUMBER = re.compile(r"[+-]\d+\.\d|\d+\.\d|\[[+-]\d+\.\d, [+-]\d+\.\d\]|\d+|")
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory, small_protocol, small_models):
-    return small_runs(tmp_path_factory, small_protocol, small_models)
 
 
 @pytest.fixture(scope="module")

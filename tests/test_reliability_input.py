@@ -12,21 +12,10 @@ import pytest
 
 from bench.errors import BenchError
 from bench.submissions import SUBMISSION_FILE, limits, submit, validate_submission
-from small_runs import edit_json, first_cell, reseal, small_runs, submission_copy, zip_folder
+from small_runs import edit_json, first_cell, reseal, zip_folder
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "datasets"
 COLUMNS = "eval_set,pair_id,teacher_chosen,teacher_rejected,student_chosen,student_rejected\n"
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory, small_protocol, small_models):
-    return small_runs(tmp_path_factory, small_protocol, small_models)
-
-
-@pytest.fixture
-def naive(runs, tmp_path):
-    """A private copy of the naive submission to damage."""
-    return submission_copy(runs, tmp_path / "naive")
 
 
 def check(runs, folder, **kwargs):

@@ -12,18 +12,7 @@ from bench.io import sha256_file
 from bench.results import read_result
 from bench.submissions import (SUBMISSION_FILE, Validation, cell_folder, extract_upload, limits, public_command,
                                submit, teacher_conflicts, validate_submission, validate_tree)
-from small_runs import RUNS, edit_json, first_cell, flip_one_student_pair, reseal, small_runs, submission_copy, zip_folder
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory, small_protocol, small_models):
-    return small_runs(tmp_path_factory, small_protocol, small_models)
-
-
-@pytest.fixture
-def naive(runs, tmp_path):
-    """A private copy of the naive submission to damage."""
-    return submission_copy(runs, tmp_path / "naive")
+from small_runs import RUNS, edit_json, first_cell, flip_one_student_pair, reseal, zip_folder
 
 
 def check(runs, folder) -> Validation:

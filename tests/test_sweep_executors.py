@@ -102,3 +102,22 @@ def test_slurm_executor_off_a_cluster_says_what_to_do(tmp_path):
 
     with pytest.raises(BenchError, match="--executor processes"):
         make_executor("slurm", jobs=2, folder=tmp_path)
+
+
+def test_run_with_jobs_runs_each_cell_in_a_worker_and_resumes(registered_small, tmp_path, capsys):
+    from bench.cli import main
+    from bench.results import RESULT_FILE
+
+    protocol, models = registered_small
+    argv = ["run", "--method", "naive", "--protocol", protocol.name, "--models", models.name, "--seeds", "0",
+            "--out", str(tmp_path / "results"), "--cache-dir", str(tmp_path / "cache"), "--jobs", "2"]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    written = {path: path.stat().st_mtime_ns for path in (tmp_path / "results").rglob(RESULT_FILE)}
+    assert len(written) == len(protocol.datasets) == 2   # one cell per source, each from a worker
+    assert all(source.split("/")[-1] in table for source in protocol.datasets)
+    assert main(argv) == 0   # a rerun finds both cells finished (same thread count) and writes nothing
+    assert {path: path.stat().st_mtime_ns for path in (tmp_path / "results").rglob(RESULT_FILE)} == written
+    capsys.readouterr()
+    assert main([*argv[:-1], "0"]) == 2
+    assert "--jobs 0" in capsys.readouterr().err

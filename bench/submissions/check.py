@@ -288,9 +288,12 @@ def _check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -
     fix = "evaluate the checkpoint again with bench evaluate, then " + REGENERATE
     labels = result.labels
     if labels is not None:
-        if labels.pairs != result.sizes.get("half_b"):
-            v.error(rel, "labels.pairs", f"is {labels.pairs}, but the student's half B holds "
-                    f"{result.sizes.get('half_b')} pairs", REGENERATE)
+        half_b = result.sizes.get("half_b")
+        if labels.stage is None and labels.pairs != half_b:
+            v.error(rel, "labels.pairs", f"is {labels.pairs}, but the student's half B holds {half_b} pairs", REGENERATE)
+        if labels.stage is not None and not (half_b is not None and 1 <= labels.pairs <= half_b):  # a label stage may drop pairs
+            v.error(rel, "labels.pairs", f"is {labels.pairs}, but a label stage trains on 1 to {half_b} pairs (half B)",
+                    REGENERATE)
         if labels.kind != result.method.labels:
             v.error(rel, "labels.kind", f"is {labels.kind!r}, but method.labels is {result.method.labels!r}", REGENERATE)
     external, marked = result.external, meta.get("external")

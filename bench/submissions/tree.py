@@ -56,16 +56,17 @@ def label_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]
     """Cells of one teacher (protocol x model pair x teacher cache key) whose recorded label digests
     differ: the same teacher entry gives the same labels, so the labels an external student declares
     can be checked against the harness's students of that teacher. (What differs, which submissions.)
-    A warning, as teacher conflicts are: another CPU can give another float with the same key."""
+    A warning, as teacher conflicts are: another CPU can give another float with the same key. Cells
+    whose labels a label-side method made are compared with the cells of the same label stage only."""
     def digests(cell):
         if cell.labels is not None and cell.labels.kind == "teacher" and cell.teacher.get("cache_key"):
-            yield (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, cell.teacher["cache_key"]), \
-                cell.labels.digest
+            yield (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, cell.teacher["cache_key"],
+                   cell.labels.stage), cell.labels.digest
 
     return [(f"{models} seed {seed} {source}, teacher {teacher}: label digests "
              + "; ".join(f"{digest[:12]} in {', '.join(sorted(keys))}" for digest, keys in by_digest.items()),
              set().union(*by_digest.values()))
-            for (_, models, seed, source, teacher), by_digest in _disagreements(validations, digests)]
+            for (_, models, seed, source, teacher, _), by_digest in _disagreements(validations, digests)]
 
 
 def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
