@@ -112,9 +112,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="train and score one method on a protocol, cell by cell")
     add_run_arguments(run)
-    run.add_argument("--jobs", type=int, default=1, metavar="N",
-                     help="cells at once, each in a process of its own with cores/N torch threads (default 1: "
-                          "one cell after another in this process); results are the same cells, resumable alike")
+    run.add_argument("--jobs", type=int, metavar="N",
+                     help="cells at once, each in a worker process with cores/N torch threads; 1: one cell after "
+                          "another in this process. Default: one per CPU core on a machine without a GPU (as many "
+                          "as there are cells), else 1; SHIFTBENCH_JOBS sets the default")
 
     sweep = sub.add_parser("sweep", help="run a method over a grid of params; each point is its own result")
     add_run_arguments(sweep)
@@ -321,17 +322,21 @@ def check_model_folders(models) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.errors import BenchError
+    from bench.executors import auto_jobs, make_executor
     from bench.pipeline import run
     from bench.report import cell_table, params_text
 
     settings = run_settings(args)
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise BenchError(f"--jobs {args.jobs}: give the number of cells to run at once, 1 or more")
-    if args.jobs > 1 and len(settings.cells) > 1:
-        from bench.executors import make_executor
+    jobs = min(args.jobs or auto_jobs(len(settings.cells)), len(settings.cells))
+    if jobs > 1:
         from bench.sweep import run_parallel
 
-        results = run_parallel(settings, make_executor("processes", jobs=args.jobs))
+        executor = make_executor("processes", jobs=jobs)
+        print(f"[run] {len(settings.cells)} cells, {jobs} at a time in worker processes with {executor.threads} torch "
+              f"thread(s) each (--jobs 1: one after another in this process)", file=sys.stderr)
+        results = run_parallel(settings, executor)
     else:
         results = run(settings)
     method = results[0].method

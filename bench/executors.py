@@ -48,17 +48,17 @@ class ProcessesExecutor:
 
     def __init__(self, jobs: int | None = None, **_: Any):
         self.jobs = jobs or os.cpu_count() or 1
+        # Threads from the configured --jobs, not a call's task count: every cell of a sweep then runs
+        # with the same thread count, which float results depend on (to the last bits).
+        self.threads = int(os.environ.get("OMP_NUM_THREADS") or max(1, (os.cpu_count() or 1) // self.jobs))
 
     def map(self, fn, tasks):
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         jobs = max(1, min(self.jobs, len(tasks)))
-        # Threads from the configured --jobs, not this call's task count: every cell of a sweep then runs
-        # with the same thread count, which float results depend on (to the last bits).
-        threads = int(os.environ.get("OMP_NUM_THREADS") or max(1, (os.cpu_count() or 1) // self.jobs))
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_limit_threads, initargs=(threads,)) as pool:
+                                 initializer=_limit_threads, initargs=(self.threads,)) as pool:
             futures = [pool.submit(fn, task) for task in tasks]
             return [future.exception() or future.result() for future in futures]
 
@@ -94,6 +94,20 @@ class SlurmExecutor:
             except Exception as error:  # a failed or preempted job: its cell reruns with the sweep
                 outcomes.append(error)
         return outcomes
+
+
+def auto_jobs(cells: int) -> int:
+    """How many cells ``bench run`` runs at once by default: on a CPU-only machine, one per core (each
+    worker then gets cores/jobs torch threads), as two one-thread processes outrun one two-thread
+    process on these model sizes (docs/performance.md section 6); on a GPU, or in a process started by
+    a launcher, one (the device, or the launch, is shared). ``SHIFTBENCH_JOBS`` overrides it."""
+    from bench.distributed import launched, on_cpu
+
+    if os.environ.get("SHIFTBENCH_JOBS"):
+        return max(1, int(os.environ["SHIFTBENCH_JOBS"]))
+    if launched() or not on_cpu():
+        return 1
+    return max(1, min(cells, os.cpu_count() or 1))
 
 
 EXECUTORS: Registry[type] = Registry("executor")

@@ -5,6 +5,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# `bench run` with several cells runs them in worker processes by default on a CPU; the tests run them
+# here, where their output and monkeypatches are seen (tests/test_sweep_executors.py runs workers).
+os.environ.setdefault("SHIFTBENCH_JOBS", "1")
 
 
 @pytest.fixture(scope="session")

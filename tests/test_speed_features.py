@@ -61,6 +61,24 @@ def test_length_grouped_training_runs(small_models, examples):
     assert log["steps"] == 5 and all(0.0 < loss < 1.0 for loss in log["loss_curve"])
 
 
+def test_foreach_adamw_trains_the_same_weights_bit_for_bit(small_models, examples, monkeypatch):
+    """The loop's AdamW on the CPU is torch's foreach implementation: faster, and the same float
+    operations as the per-tensor loop that torch uses by default there, so the same weights exactly."""
+    weights = {}
+    for foreach in (True, False):
+        if not foreach:
+            adamw = torch.optim.AdamW
+            monkeypatch.setattr(torch.optim, "AdamW", lambda params, **kw: adamw(params, **{**kw, "foreach": False}))
+        model = load_reward_model(small_models.strong, seed=0)
+        cfg = dataclasses.replace(small_models.student_train, batch_size=8, learning_rate=1e-3, weight_decay=0.01)
+        train_reward_model(model, examples, cfg, Naive(), seed=1, desc=f"foreach={foreach}")
+        weights[foreach] = {name: p.detach().clone() for name, p in model.named_parameters()}
+    assert weights[True].keys() == weights[False].keys()
+    assert all(torch.equal(weights[True][name], weights[False][name]) for name in weights[True])
+    start = {name: p.detach() for name, p in load_reward_model(small_models.strong, seed=0).named_parameters()}
+    assert not all(torch.equal(weights[True][name], start[name]) for name in start)   # it trained
+
+
 # --- ANCHOR's precomputed reference states -------------------------------------------------------
 def paper_penalty(hidden, reference, mask, layers) -> float:
     """The penalty as first written: masked sums over the padded batch, over a frozen copy's states."""

@@ -121,3 +121,24 @@ def test_run_with_jobs_runs_each_cell_in_a_worker_and_resumes(registered_small, 
     capsys.readouterr()
     assert main([*argv[:-1], "0"]) == 2
     assert "--jobs 0" in capsys.readouterr().err
+
+
+def test_auto_jobs_is_one_per_core_on_a_cpu_and_one_on_a_gpu_or_under_a_launcher(monkeypatch):
+    import os
+
+    import torch
+
+    from bench.executors import auto_jobs
+
+    monkeypatch.delenv("SHIFTBENCH_JOBS", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert [auto_jobs(cells) for cells in (1, 3, 6)] == [1, 3, 4]
+    monkeypatch.setenv("WORLD_SIZE", "2")   # accelerate launch / torchrun: the processes are the launcher's
+    assert auto_jobs(6) == 1
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert auto_jobs(6) == 1
+    monkeypatch.setenv("SHIFTBENCH_JOBS", "3")
+    assert auto_jobs(6) == 3

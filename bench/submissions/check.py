@@ -197,12 +197,31 @@ def _with_defaults(cls: type, recorded: dict) -> dict:
     return filled
 
 
+def _early_stopped(models: dict, model_pairs: Mapping[str, ModelPairSpec] | None) -> ModelPairSpec | None:
+    """A registered pair whose students were early-stopped (``bench run --early-stopping``: ``tiny+early-stop``,
+    bench.specs.ModelPairSpec.early_stopped), rebuilt from the recorded setting so that its settings are
+    checked as the registered pair's own are (a name that does not match the setting differs in ``name``)."""
+    from bench.errors import BenchError
+    from bench.protocols import MODEL_PAIRS
+    from bench.specs import EarlyStopping
+
+    base, marked, _ = str(models.get("name")).partition("+")
+    stopping = (models.get("student_train") or {}).get("early_stopping")
+    pair = _resolve(base, model_pairs, MODEL_PAIRS) if marked else None
+    if pair is None or not isinstance(stopping, dict):
+        return None
+    try:
+        return pair.early_stopped(EarlyStopping(**stopping))
+    except (TypeError, BenchError):   # a setting this version does not know: not checkable, as an unknown pair
+        return None
+
+
 def _check_models(v: Validation, meta: dict, model_pairs: Mapping[str, ModelPairSpec] | None) -> None:
     from bench.protocols import MODEL_PAIRS
 
     models = meta["models"]
     _check_name(v, SUBMISSION_FILE, "models.name", models.get("name"))
-    spec = _resolve(models.get("name"), model_pairs, MODEL_PAIRS)
+    spec = _resolve(models.get("name"), model_pairs, MODEL_PAIRS) or _early_stopped(models, model_pairs)
     if spec is None:
         v.warn(SUBMISSION_FILE, "models.name", f"model pair {models.get('name')!r} is not registered here, so its "
                "settings cannot be checked", "register the pair, or submit results of a registered one")
