@@ -261,9 +261,12 @@ def test_early_stopping_from_the_command_line_to_the_result_and_the_board(regist
     capsys.readouterr()
     assert main(["report", "--out", str(tmp_path / "out")]) == 0
     assert f"{models.name}+early-stop-every2" in capsys.readouterr().out
-    # submitted (with its other source), its settings are checked against the registered pair with the
-    # recorded setting
-    assert main([*argv[:-5], "travel", *argv[-4:], "--early-stopping", "every=2"]) == 0
+    # submitted (once its other source has run, as the refusal says how), its settings are checked against
+    # the registered pair with the recorded setting
+    assert main(["submit", str(tmp_path / "out"), "--out", str(tmp_path / "subs"), "--submitter", "test"]) == 2
+    hint = f"--models {models.name} --early-stopping holdout=0.1,every=2,metric=loss"
+    assert hint in capsys.readouterr().err
+    assert main([*argv[:-5], "travel", *argv[-4:], *hint.split()[2:]]) == 0
     assert main(["submit", str(tmp_path / "out"), "--out", str(tmp_path / "subs"), "--submitter", "test"]) == 0
     [folder] = [p.parent for p in (tmp_path / "subs").rglob("submission.json")]
     capsys.readouterr()

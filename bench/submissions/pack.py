@@ -41,6 +41,17 @@ def _group_cells(paths: list[Path]) -> dict[tuple, list[tuple[Path, CellResult]]
     return groups
 
 
+def models_option(models: dict) -> str:
+    """The options that give a recorded model pair to ``bench run``: ``--models NAME``, or for a pair whose
+    students were early-stopped (``tiny+early-stop-every2``: bench.specs.ModelPairSpec.early_stopped) the
+    registered pair's name with ``--early-stopping`` and the recorded setting."""
+    stopping = (models.get("student_train") or {}).get("early_stopping")
+    if "+" not in models["name"] or not isinstance(stopping, dict):
+        return f"--models {models['name']}"
+    setting = ",".join(f"{key}={value}" for key, value in stopping.items())
+    return f"--models {models['name'].partition('+')[0]} --early-stopping {setting}"
+
+
 def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple[dict, list[str]]:
     from bench.protocols import protocol_hash
 
@@ -65,7 +76,7 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
                             "--student CHECKPOINT --labels LABELS".replace("  ", " "))
         else:
             problems.append(f"missing cells: {', '.join(missing)}; run them with bench run --method {method.name} "
-                            f"{params} --protocol {protocol.name} --models {cells[0][1].models['name']} "
+                            f"{params} --protocol {protocol.name} {models_option(cells[0][1].models)} "
                             f"--seeds {' '.join(map(str, protocol.seeds))}".replace("  ", " "))
     kinds = {result.external is not None for _, result in chosen.values()}
     if len(kinds) > 1:
