@@ -322,6 +322,7 @@ def check_model_folders(models) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.errors import BenchError
+    from bench.distributed import launched
     from bench.executors import auto_jobs, make_executor
     from bench.pipeline import run
     from bench.report import cell_table, params_text
@@ -329,15 +330,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = run_settings(args)
     if args.jobs is not None and args.jobs < 1:
         raise BenchError(f"--jobs {args.jobs}: give the number of cells to run at once, 1 or more")
-    jobs = min(args.jobs or auto_jobs(len(settings.cells)), len(settings.cells))
-    if jobs > 1:
+    if args.jobs and args.jobs > 1 and launched():
+        raise BenchError(f"--jobs {args.jobs} under a launcher (accelerate launch, torchrun): the launch already runs "
+                         "processes; drop --jobs, or run bench run without the launcher")
+    jobs = args.jobs or auto_jobs()
+    executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
+    if executor is not None and len(settings.cells) > 1:
         from bench.sweep import run_parallel
 
-        executor = make_executor("processes", jobs=jobs)
-        print(f"[run] {len(settings.cells)} cells, {jobs} at a time in worker processes with {executor.threads} torch "
-              f"thread(s) each (--jobs 1: one after another in this process)", file=sys.stderr)
+        print(f"[run] {len(settings.cells)} cells, up to {jobs} at a time in worker processes with {executor.threads} "
+              "torch thread(s) each (--jobs 1: one after another in this process)", file=sys.stderr)
         results = run_parallel(settings, executor)
     else:
+        if executor is not None:   # one cell: here, with the threads a worker would have, so that its key is the same
+            import torch
+
+            torch.set_num_threads(executor.threads)
         results = run(settings)
     method = results[0].method
     print(f"\n{method.name} ({params_text(method.params) or 'no params'}) on {settings.protocol.name} "

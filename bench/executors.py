@@ -47,10 +47,10 @@ class ProcessesExecutor:
     """``jobs`` spawned worker processes on this machine, one cell per task."""
 
     def __init__(self, jobs: int | None = None, **_: Any):
-        self.jobs = jobs or os.cpu_count() or 1
+        self.jobs = jobs or usable_cores()
         # Threads from the configured --jobs, not a call's task count: every cell of a sweep then runs
         # with the same thread count, which float results depend on (to the last bits).
-        self.threads = int(os.environ.get("OMP_NUM_THREADS") or max(1, (os.cpu_count() or 1) // self.jobs))
+        self.threads = int(os.environ.get("OMP_NUM_THREADS") or max(1, usable_cores() // self.jobs))
 
     def map(self, fn, tasks):
         import multiprocessing
@@ -96,18 +96,33 @@ class SlurmExecutor:
         return outcomes
 
 
-def auto_jobs(cells: int) -> int:
-    """How many cells ``bench run`` runs at once by default: on a CPU-only machine, one per core (each
-    worker then gets cores/jobs torch threads), as two one-thread processes outrun one two-thread
-    process on these model sizes (docs/performance.md section 6); on a GPU, or in a process started by
-    a launcher, one (the device, or the launch, is shared). ``SHIFTBENCH_JOBS`` overrides it."""
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity: a Slurm allocation or a container's cpuset),
+    not the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # no affinity on this platform (macOS)
+        return os.cpu_count() or 1
+
+
+def auto_jobs() -> int:
+    """How many cells ``bench run`` runs at once by default: in a process started by a launcher
+    (accelerate, torchrun), one (the launch is the parallelism); else ``SHIFTBENCH_JOBS`` if set; on a
+    GPU, one (the device is shared); on a CPU-only machine, one per usable core, each worker with one
+    torch thread, as two one-thread processes outrun one two-thread process on these model sizes
+    (docs/performance.md section 6). Never the run's cell count: the thread count a cell computes
+    with is part of its key (bench.versions.platform_version), and must not change with how many
+    cells a run holds."""
     from bench.distributed import launched, on_cpu
 
-    if os.environ.get("SHIFTBENCH_JOBS"):
-        return max(1, int(os.environ["SHIFTBENCH_JOBS"]))
-    if launched() or not on_cpu():
+    if launched():
         return 1
-    return max(1, min(cells, os.cpu_count() or 1))
+    if os.environ.get("SHIFTBENCH_JOBS"):
+        value = os.environ["SHIFTBENCH_JOBS"]
+        if not value.isdigit() or int(value) < 1:
+            raise BenchError(f"SHIFTBENCH_JOBS={value!r}: give the number of cells to run at once, 1 or more")
+        return int(value)
+    return usable_cores() if on_cpu() else 1
 
 
 EXECUTORS: Registry[type] = Registry("executor")

@@ -139,13 +139,13 @@ def label_stage(ctx: RunContext, source: str, seed: int, data: CellData, shared:
                 timings: dict[str, float]) -> StageLabels:
     """Stage 4 for a label-side method: ``ctx.method.relabel``'s labels, from the cache when an entry
     for the same teacher, method, params, code and platform exists."""
-    from methods import method_origin
+    from methods import method_code
 
     method = ctx.method
     inputs = {
         "stage": LABEL_STAGE_VERSION, "teacher": data.teacher.key,
         "method": method.name, "params": method.params.model_dump(),
-        "method_code": method_origin(type(method)).get("sha256"),
+        "method_code": method_code(type(method)),
         "strong": ctx.models.strong, "strong_revision": ctx.revisions["strong"],
         "strong_formatter": ctx.formatter("strong").provenance(),
         "code": label_code(), "platform": platform_version(),
@@ -249,7 +249,7 @@ def cell_label_inputs(ctx: RunContext, source: str, seed: int, data: CellData, s
     from bench.data import sub_seed
     from bench.distributed import state
     from bench.models import load_reward_model
-    from bench.specs import stable_hash
+    from bench.reference import sequences_digest
     from bench.teacher import teacher_stage
 
     record: dict = {}
@@ -275,9 +275,10 @@ def cell_label_inputs(ctx: RunContext, source: str, seed: int, data: CellData, s
     def pair_features() -> torch.Tensor:
         strong = ctx.formatter("strong")
         pairs = [(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b)) for o in ordered]
-        # half B by a digest of its pairs in order: the inputs go into the entry's manifest, and half B may be 100k pairs
-        which = {"pairs": stable_hash([(o.pair.id, o.a_is_chosen) for o in ordered], length=24),
-                 "code": code_version(("bench.label_stage",))}
+        # half B by a digest of its token ids in order (ids alone would not see the text change under them):
+        # the inputs go into the entry's manifest, and half B may be 100k pairs
+        which = {"sequences": sequences_digest([x for pair in pairs for x in pair]),
+                 "batch_size": ctx.models.score_batch_size, "code": code_version(("bench.label_stage",))}
         tensors, reused = shared.tensors("pair-features", which, lambda: {
             "features": head_input_differences(load_strong(), pairs, ctx.models.score_batch_size)})
         record["features"] = {"width": int(tensors["features"].shape[1]), "reused": reused}

@@ -18,6 +18,7 @@ import functools
 import math
 import sys
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import cached_property, lru_cache
@@ -40,7 +41,7 @@ from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_
 from bench.teacher import Teacher, teacher_stage
 from bench.train import TrainExample, train_student
 from bench.versions import CELL_CODE, code_version, platform_version
-from methods import make_method, method_origin
+from methods import make_method, method_code, method_origin
 from methods.base import Method
 
 MIN_HALF_PAIRS = 2   # pairs each half of a cell's train pool needs: see check_cells
@@ -127,7 +128,7 @@ class RunContext:
                             "formatters": {w: self.formatter(w).provenance() for w in ("weak", "strong")},
                             "data": self.data_fingerprint(source),
                             "method": self.method.name, "params": self.method.params.model_dump(),
-                            "method_code": method_origin(type(self.method)).get("sha256"),
+                            "method_code": method_code(type(self.method)),
                             "source": source, "seed": seed, "schema": SCHEMA_VERSION,
                             **({"scorer": self.settings.scorer} if self.settings.scorer != "hf" else {}),
                             # a label-side method's cell also depends on the label stage's code; other cells
@@ -347,6 +348,37 @@ def check_cells(ctx: RunContext, cells: list[tuple[int, str]]) -> None:
                                  "Use a larger --cap-test or check the dataset's test split")
 
 
+def checked_method(settings: RunSettings) -> Method:
+    """The run's method, once what fails without any data is checked: bad params, a student the method
+    cannot train, an unknown scorer or one that cannot score this student."""
+    from bench.scorers import check_scorer
+
+    method = make_method(settings.method, settings.params, settings.models.defaults_for(settings.method))
+    SCORERS.get(settings.scorer)
+    if method.trains:  # a rule-based method has no student, and scores without the scorer
+        method.check_student(settings.models.strong)
+        check_scorer(settings.scorer, settings.models.strong)
+    return method
+
+
+def cell_folders(settings: RunSettings, method: Method) -> dict[tuple[int, str], Path]:
+    return {cell: cell_dir(settings.out, settings.protocol.name, settings.models.name, slug_of(method), *cell)
+            for cell in settings.cells}
+
+
+def check_before_work(ctx: RunContext, folders: dict[tuple[int, str], Path], todo: list[tuple[int, str]]) -> None:
+    """What would fail the ``todo`` cells after hours of work, checked now: a read-only or full folder,
+    a file where a folder belongs, a pool too small (check_cells)."""
+    from bench.preflight import check_folders, preflight
+
+    preflight({"results folder (--out)": ctx.settings.out, "teacher cache (--cache-dir)": ctx.cache.root})
+    kinds = ("teacher", "anchor-reference", LOCKS) + (("labels", "pair-features") if has_label_stage(ctx.method) else ())
+    check_folders({**{f"the cache's {kind} folder": ctx.cache.root / kind for kind in kinds},
+                   "the results folder's locks": ctx.settings.out / LOCKS,
+                   **{f"the cell folder of {source} seed {seed}": folders[seed, source] for seed, source in todo}})
+    check_cells(ctx, todo)
+
+
 def run(settings: RunSettings) -> list[CellResult]:
     import errno
 
@@ -354,20 +386,11 @@ def run(settings: RunSettings) -> list[CellResult]:
 
     from bench.errors import BenchError, CellsFailedError, TrainingDivergedError
     from bench.locks import file_lock, lock_path
-    from bench.preflight import check_folders, preflight
-    from bench.scorers import check_scorer
 
-    # bad params, a student the method cannot train, an unknown scorer or one that cannot score this
-    # student fail here, before any work
-    method = make_method(settings.method, settings.params, settings.models.defaults_for(settings.method))
-    SCORERS.get(settings.scorer)
-    if method.trains:  # a rule-based method has no student, and scores without the scorer
-        method.check_student(settings.models.strong)
-        check_scorer(settings.scorer, settings.models.strong)
+    method = checked_method(settings)   # fails before any work
     ctx = RunContext(settings, method, Cache(settings.cache_dir))
     cells = settings.cells
-    folders = {cell: cell_dir(settings.out, settings.protocol.name, settings.models.name, slug_of(method), *cell)
-               for cell in cells}
+    folders = cell_folders(settings, method)
 
     def finished_result(seed: int, source: str) -> CellResult | None:
         done = None if settings.force else load_cell(folders[seed, source])
@@ -375,13 +398,8 @@ def run(settings: RunSettings) -> list[CellResult]:
 
     finished = {cell: done for cell in cells if (done := finished_result(*cell)) is not None}
     todo = [cell for cell in cells if cell not in finished]
-    if todo:  # a read-only or full folder, a file where a folder belongs, a pool too small: fail now, not after training
-        preflight({"results folder (--out)": settings.out, "teacher cache (--cache-dir)": ctx.cache.root})
-        kinds = ("teacher", "anchor-reference", LOCKS) + (("labels", "pair-features") if has_label_stage(method) else ())
-        check_folders({**{f"the cache's {kind} folder": ctx.cache.root / kind for kind in kinds},
-                       "the results folder's locks": settings.out / LOCKS,
-                       **{f"the cell folder of {source} seed {seed}": folders[seed, source] for seed, source in todo}})
-        check_cells(ctx, todo)
+    if todo:
+        check_before_work(ctx, folders, todo)
     shown = params_text(method.params.model_dump()) or "no params"
     results, failures = [], []
     for seed, source in tqdm(cells, desc=f"{method.name} cells", unit="cell"):

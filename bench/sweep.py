@@ -44,22 +44,15 @@ def run_sweep_cell(cell: RunSettings) -> tuple[list, list[str]]:
         return error.finished, error.failures
 
 
-def check_points(settings: RunSettings, points: list[dict[str, str]]) -> None:
-    """Fail before any work on a bad value anywhere in the grid, or a student the method cannot train."""
-    from methods import make_method
-
-    for params in points:
-        method = make_method(settings.method, params, settings.models.defaults_for(settings.method))
-        if method.trains:
-            method.check_student(settings.models.strong)
-
-
 def run_cells(cells: list[RunSettings], runner: Executor) -> tuple[list, list[str]]:
-    """One-cell runs through the executor: their results, and the lines saying why any failed."""
+    """One-cell runs through the executor: their results, and the lines saying why any failed (an
+    error that is not the harness's own, a bug, also prints the worker's traceback)."""
     results, failures = [], []
     for cell, outcome in zip(cells, runner.map(run_sweep_cell, cells)):
         if isinstance(outcome, BaseException):
             failures.append(f"{describe(cell)}: {type(outcome).__name__}: {outcome}")
+            if not isinstance(outcome, BenchError) and outcome.__cause__ is not None:  # concurrent.futures' remote traceback
+                print(f"[failed] {describe(cell)}:{outcome.__cause__}", file=sys.stderr)
         else:
             results += outcome[0]
             failures += outcome[1]
@@ -72,13 +65,27 @@ def one_cell_runs(settings: RunSettings) -> list[RunSettings]:
 
 
 def run_parallel(settings: RunSettings, runner: Executor) -> list:
-    """``bench run --jobs N``: the run's cells through the executor, at once. Each cell trains its own
+    """``bench run`` with its cells in worker processes. What ``bench run`` checks before any work is
+    checked here first, once (bench.pipeline.checked_method, check_before_work); each cell trains its own
     teacher (source, seed), so no two share work; a finished cell is skipped as in ``bench run``."""
-    check_points(settings, [settings.params])
+    from bench.cache import Cache
+    from bench.pipeline import RunContext, cell_folders, check_before_work, checked_method
+
+    method = checked_method(settings)
+    check_before_work(RunContext(settings, method, Cache(settings.cache_dir)), cell_folders(settings, method),
+                      list(settings.cells))
     results, failures = run_cells(one_cell_runs(settings), runner)
     if failures:
         raise CellsFailedError(failures, results, settings.out)
     return results
+
+
+def check_points(settings: RunSettings, points: list[dict[str, str]]) -> None:
+    """Fail before any work on a bad value anywhere in the grid, or a student the method cannot train."""
+    from bench.pipeline import checked_method
+
+    for params in points:
+        checked_method(settings.replace(params=params))
 
 
 def run_sweep(settings: RunSettings, grid: list[tuple[str, list[str]]], runner: Executor) -> list:

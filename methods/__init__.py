@@ -128,6 +128,25 @@ def method_origin(cls: type[Method]) -> dict:
     return origin
 
 
+def method_code(cls: type[Method]) -> str:
+    """sha256 of the source files of the method's class and of every method class it inherits from
+    (methods.base aside: it is in bench.versions' code versions), which goes into cell and label-stage
+    keys: a method that inherits its rule from another's file (probe-filter from probe-relabel) is
+    recomputed when that file changes, not only its own."""
+    files = []
+    for klass in cls.__mro__:
+        if isinstance(klass, type) and issubclass(klass, Method) and klass is not Method:
+            source = inspect.getsourcefile(klass)
+            if source and source not in files:
+                files.append(source)
+    if not files:   # a class without a source file (defined interactively): its origin is all there is
+        return str(method_origin(cls).get("sha256"))
+    digest = hashlib.sha256()
+    for source in files:
+        digest.update(Path(source).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def make_method(name: str, params: dict[str, object] | None = None, defaults: dict[str, object] | None = None) -> Method:
     """The method ``name`` with ``defaults`` (a model pair's) overridden by ``params`` (the user's)."""
     cls = get_method_class(name)

@@ -236,3 +236,16 @@ def test_bad_method_files_fail_with_the_fix(tmp_path, text, message):
 def test_missing_method_file(tmp_path):
     with pytest.raises(BenchError, match="not found"):
         load_method_file(tmp_path / "nope.py")
+
+
+def test_a_methods_code_digest_covers_the_method_files_it_inherits_from():
+    """Cell and label-stage keys hold method_code: editing probe_relabel.py must recompute probe-filter's cells."""
+    import hashlib
+    from pathlib import Path
+
+    from methods import METHODS, method_code
+
+    root = Path(__file__).resolve().parents[1] / "methods"
+    files = [root / name for name in ("probe_filter.py", "probe_relabel.py", "naive.py")]
+    assert method_code(METHODS.get("probe-filter")) == hashlib.sha256(b"".join(f.read_bytes() + b"\0" for f in files)).hexdigest()
+    assert method_code(METHODS.get("naive")) == hashlib.sha256((root / "naive.py").read_bytes() + b"\0").hexdigest()

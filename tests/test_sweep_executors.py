@@ -124,21 +124,25 @@ def test_run_with_jobs_runs_each_cell_in_a_worker_and_resumes(registered_small, 
 
 
 def test_auto_jobs_is_one_per_core_on_a_cpu_and_one_on_a_gpu_or_under_a_launcher(monkeypatch):
-    import os
-
     import torch
 
-    from bench.executors import auto_jobs
+    from bench import executors
+    from bench.errors import BenchError
 
     monkeypatch.delenv("SHIFTBENCH_JOBS", raising=False)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 4)
-    assert [auto_jobs(cells) for cells in (1, 3, 6)] == [1, 3, 4]
-    monkeypatch.setenv("WORLD_SIZE", "2")   # accelerate launch / torchrun: the processes are the launcher's
-    assert auto_jobs(6) == 1
-    monkeypatch.delenv("WORLD_SIZE")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert auto_jobs(6) == 1
+    monkeypatch.setattr(executors, "usable_cores", lambda: 4)
+    assert executors.auto_jobs() == 4   # whatever the run's cell count: threads per cell stay cores / jobs
+    assert executors.ProcessesExecutor(jobs=executors.auto_jobs()).threads == 1
     monkeypatch.setenv("SHIFTBENCH_JOBS", "3")
-    assert auto_jobs(6) == 3
+    assert executors.auto_jobs() == 3
+    monkeypatch.setenv("WORLD_SIZE", "2")   # accelerate launch / torchrun: the processes are the launcher's
+    assert executors.auto_jobs() == 1
+    monkeypatch.delenv("WORLD_SIZE")
+    monkeypatch.delenv("SHIFTBENCH_JOBS")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert executors.auto_jobs() == 1
+    monkeypatch.setenv("SHIFTBENCH_JOBS", "two")
+    with pytest.raises(BenchError, match="SHIFTBENCH_JOBS='two'"):
+        executors.auto_jobs()
