@@ -15,7 +15,6 @@ for students trained elsewhere: ``bench labels`` (bench/labels.py) exports stage
 from __future__ import annotations
 
 import functools
-import math
 import sys
 import time
 from pathlib import Path
@@ -39,7 +38,7 @@ from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
 from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
 from bench.teacher import Teacher, teacher_stage
-from bench.train import TrainExample, train_student
+from bench.train import TrainExample, preference_probability, train_student
 from bench.versions import CELL_CODE, code_version, platform_version
 from methods import make_method, method_code, method_origin
 from methods.base import Method
@@ -312,7 +311,7 @@ def student_misfit(student, examples: list[TrainExample], soft_labels: list[floa
     n = min(MISFIT_PAIRS, len(examples))
     rewards = scorer(student, [e.a for e in examples[:n]] + [e.b for e in examples[:n]], batch_size, desc="misfit",
                      pairs=True)
-    p = [1.0 / (1.0 + math.exp(-(a - b))) for a, b in zip(rewards[:n], rewards[n:])]
+    p = [preference_probability(a, b) for a, b in zip(rewards[:n], rewards[n:])]
     q = soft_labels[:n]
     disagree = sum((pi > 0.5) != (qi > 0.5) for pi, qi in zip(p, q) if pi != 0.5 and qi != 0.5)
     return {"pairs": n, "squared": sum((pi - qi) ** 2 for pi, qi in zip(p, q)) / n,

@@ -5,7 +5,6 @@ code and platform included), so every method and rerun on the same cell reuses i
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,7 @@ from bench.distributed import on_main_process
 from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 from bench.models import load_reward_model, score
 from bench.scorers import check_finite, score_eval_sets
-from bench.train import TrainExample, train_reward_model
+from bench.train import TrainExample, preference_probability, train_reward_model
 from bench.versions import TEACHER_CODE, code_version, platform_version
 from methods.naive import Naive
 
@@ -89,7 +88,7 @@ def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], 
     sequences = [weak.encode(o.pair.prompt, o.a) for o in ordered] + [weak.encode(o.pair.prompt, o.b) for o in ordered]
     rewards = score(model, sequences, ctx.models.score_batch_size, desc="teacher labels", pairs=True)
     r_a, r_b = rewards[:len(ordered)], rewards[len(ordered):]
-    soft = [1.0 / (1.0 + math.exp(-(a - b))) for a, b in zip(r_a, r_b)]
+    soft = [preference_probability(a, b) for a, b in zip(r_a, r_b)]
     timings["teacher_label"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -78,13 +78,11 @@ def pair_rewards(model: nn.Module, examples: list[TrainExample], batch_size: int
 
 
 def preference_probability(r_a: float, r_b: float) -> float:
-    """P(a > b) = sigmoid(r_a - r_b), the Bradley-Terry probability: how the teacher's soft labels are made
-    (bench.teacher), written so that no reward gap overflows ``math.exp``."""
+    """P(a > b) = sigmoid(r_a - r_b), the Bradley-Terry probability: the teacher's soft labels
+    (bench.teacher), a student's own (s2s, the misfit). One formula everywhere, so the same rewards give
+    the same label to the last bit; a gap past what ``math.exp`` can take gives its limit, 0."""
     d = r_a - r_b
-    if d >= 0:
-        return 1.0 / (1.0 + math.exp(-d))
-    e = math.exp(d)
-    return e / (1.0 + e)
+    return 0.0 if d < -700 else 1.0 / (1.0 + math.exp(-d))
 
 
 def holdout_split(n: int, stopping: EarlyStopping, seed: int) -> tuple[list[int], list[int]]:
