@@ -255,13 +255,18 @@ def cell_label_inputs(ctx: RunContext, source: str, seed: int, data: CellData, s
     record: dict = {}
     ordered = data.teacher.ordered
 
+    members: dict[int, list[float]] = {}   # asked twice, a member is fetched and recorded once
+
     def member_labels(member: int) -> list[float]:
+        if member in members:
+            return members[member]
         # Extra teachers score no eval set: only their labels on half B are used.
         teacher = teacher_stage(ctx, source, seed, data.half_a, data.half_b, {}, {}, member=member)
         record.setdefault("teachers", [{"member": 0, "cache_key": data.teacher.key,
                                         **_agreement(data.teacher.info)}])
         record["teachers"].append({"member": member, "cache_key": teacher.key, "reused": teacher.reused,
                                    **_agreement(teacher.info)})
+        members[member] = teacher.soft_labels
         return teacher.soft_labels
 
     loaded: list[nn.Module] = []   # loaded once, for the stage's lifetime

@@ -74,6 +74,7 @@ class Raven(Naive):
     def __init__(self, params: BaseModel | None = None):
         super().__init__(params)
         self.weights = torch.full((self.params.k,), 1.0 / self.params.k)
+        self.after_step: list[torch.Tensor] = []
 
     def relabel(self, inputs: LabelInputs) -> Labels:
         per_pair = [list(labels) for labels in zip(*inputs.teachers(self.params.k))]
@@ -84,10 +85,13 @@ class Raven(Naive):
     def setup(self, student):
         device = next(student.parameters()).device
         self.weights = torch.full((self.params.k,), 1.0 / self.params.k, device=device)
+        self.after_step: list[torch.Tensor] = []   # the weights after each step, for the checkpoint early stopping keeps
 
     def fit(self, student, examples, cfg, train):
         log = super().fit(student, examples, cfg, train)
-        return {**log, "raven_weights": self.weights.tolist()}
+        chosen = (log.get("early_stopping") or {}).get("chosen_step")
+        weights = self.after_step[chosen - 1] if chosen else self.weights   # the student's weights are that step's
+        return {**log, "raven_weights": weights.tolist()}
 
     def loss(self, step: Step):
         labels = step.teacher_labels
@@ -102,4 +106,5 @@ class Raven(Naive):
         loss = F.binary_cross_entropy_with_logits(d, target)
         if step.progress >= self.params.hold and self.params.lr > 0:
             self.weights = weight_step(weights, labels, d, self.params.lr)
+        self.after_step.append(self.weights.detach())
         return loss, {"bt": loss.detach(), **{f"w{k}": self.weights[k].detach() for k in range(self.params.k)}}

@@ -180,6 +180,23 @@ def test_early_stopping_restores_the_best_checkpoint_of_the_curve(small_models, 
     assert validation_metrics(rewards[:n], rewards[n:], [0.0] * n)["loss"] == pytest.approx(best["loss"], rel=1e-9)
 
 
+def test_raven_logs_the_teacher_weights_of_the_checkpoint_early_stopping_keeps(small_models, examples):
+    """With early stopping the student ends on an earlier step's weights; RAVEN's teacher weights in the
+    log must be that step's too, not the last step's. Held-out labels contradict the trained-on ones (as
+    above), so the kept checkpoint is not the last; the teachers disagree, so the weights move every step."""
+    stopping = EarlyStopping(holdout=0.25, every=1)
+    cfg = dataclasses.replace(small_models.student_train, batch_size=2, learning_rate=1e-3, early_stopping=stopping)
+    _, held = holdout_split(len(examples), stopping, seed=7)
+    trio = [dataclasses.replace(e, target=0.0 if i in held else 1.0, teacher_labels=(0.9, 0.5, 0.1))
+            for i, e in enumerate(examples)]
+    method = make_method("raven", {"hold": 0.0, "lr": 0.5})
+    log = method.fit(fresh_student(small_models, cfg), trio, cfg, TrainingLoop(method, 7, "raven early stopping"))
+    chosen = log["early_stopping"]["chosen_step"]
+    assert chosen < log["steps"] and len(method.after_step) == log["steps"]
+    assert log["raven_weights"] == method.after_step[chosen - 1].tolist() != method.weights.tolist()
+    assert sum(log["raven_weights"]) == pytest.approx(1.0)
+
+
 def test_early_stopping_by_agreement_keeps_the_first_of_equals(small_models, examples):
     stopping = EarlyStopping(holdout=0.25, every=1, metric="agreement")
     cfg = dataclasses.replace(small_models.student_train, batch_size=4, early_stopping=stopping)
