@@ -50,6 +50,7 @@ CACHE_KIND = "labels"
 # are trained by it; the pretrained strong model is loaded and read by bench.models and bench.formatting,
 # which are in it too). The method's own source is in the key apart, as it is in a cell's.
 LABEL_CODE = TEACHER_CODE + ("bench.label_stage",)
+HOLDOUT_SHARE = 0.2   # of half A, held out from the teacher whose error LabelInputs.teacher_error() measures
 
 
 @dataclass
@@ -74,6 +75,7 @@ class LabelInputs:
     load_strong: Callable[[], nn.Module]              # the pretrained strong model, as the student starts
     pair_features: Callable[[], torch.Tensor]         # (pairs, width): f(a) - f(b), f what the reward head reads
     record: dict = field(default_factory=dict)
+    held_out_error: Callable[[], float] | None = None   # the teacher's error rate on gold pairs it never saw
 
     def teachers(self, k: int) -> list[list[float]]:
         """The soft labels of ``k`` teachers on half B: the cell's own (member 0) and k - 1 more, each
@@ -81,6 +83,16 @@ class LabelInputs:
         if k < 1:
             raise BenchError(f"teachers(k) needs k >= 1 (the cell's own teacher is the first), got {k}")
         return [list(self.soft_labels)] + [self.member_labels(member) for member in range(1, k)]
+
+    def teacher_error(self) -> float:
+        """The teacher's error rate (0 to 1, a tie counting half) on gold-labelled pairs it was not trained
+        on: a teacher of the same configuration and seeds trained on half A less a seeded 20% of it
+        (HOLDOUT_SHARE), scored on that 20% (its own teacher-stage entry). The cell's teacher trained on
+        all of half A, so it has no held-out pairs of its own; this one is its stand-in, on 80% of the data."""
+        if self.held_out_error is None:
+            raise BenchError("teacher_error() needs a pipeline run (bench run): these LabelInputs have no "
+                             "held_out_error to call")
+        return self.held_out_error()
 
     def strong_model(self) -> nn.Module:
         """The pretrained strong model with its freshly initialised reward head, exactly as the student
@@ -155,6 +167,7 @@ def label_stage(ctx: RunContext, source: str, seed: int, data: CellData, shared:
     # Held from the lookup to the store: a second run on this cache waits here, then reuses the entry.
     with ctx.cache.lock(CACHE_KIND, key, collective=True):
         stage = _label_stage(ctx, source, seed, data, shared, key, inputs)
+    method.relabelled(stage.info)   # computed now or read from the cache, the method sees the same record
     timings["label_stage"] = time.perf_counter() - t
     return stage
 
@@ -250,7 +263,8 @@ def cell_label_inputs(ctx: RunContext, source: str, seed: int, data: CellData, s
     from bench.distributed import state
     from bench.models import load_reward_model
     from bench.reference import sequences_digest
-    from bench.teacher import teacher_stage
+    from bench.metrics import accuracy
+    from bench.teacher import HELD_OUT, teacher_stage
 
     record: dict = {}
     ordered = data.teacher.ordered
@@ -268,6 +282,14 @@ def cell_label_inputs(ctx: RunContext, source: str, seed: int, data: CellData, s
                                    **_agreement(teacher.info)})
         members[member] = teacher.soft_labels
         return teacher.soft_labels
+
+    def held_out_error() -> float:
+        if "held_out_teacher" not in record:
+            teacher = teacher_stage(ctx, source, seed, data.half_a, data.half_b, {}, {}, holdout=HOLDOUT_SHARE)
+            chosen, rejected = teacher.scores[HELD_OUT]
+            record["held_out_teacher"] = {"cache_key": teacher.key, "reused": teacher.reused, "share": HOLDOUT_SHARE,
+                                          "pairs": len(chosen), "error": 1.0 - accuracy(chosen, rejected) / 100.0}
+        return record["held_out_teacher"]["error"]
 
     loaded: list[nn.Module] = []   # loaded once, for the stage's lifetime
 
@@ -289,7 +311,8 @@ def cell_label_inputs(ctx: RunContext, source: str, seed: int, data: CellData, s
         record["features"] = {"width": int(tensors["features"].shape[1]), "reused": reused}
         return tensors["features"]
 
-    return LabelInputs(ordered, list(data.teacher.soft_labels), member_labels, load_strong, pair_features, record)
+    return LabelInputs(ordered, list(data.teacher.soft_labels), member_labels, load_strong, pair_features, record,
+                       held_out_error)
 
 
 def _agreement(info: dict) -> dict:

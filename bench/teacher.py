@@ -5,13 +5,17 @@ code and platform included), so every method and rerun on the same cell reuses i
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import torch
+
 from bench.data import OrderedPair, Pair, random_order, sub_seed
 from bench.distributed import on_main_process
+from bench.errors import BenchError
 from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 from bench.models import load_reward_model, score
 from bench.scorers import check_finite, score_eval_sets
@@ -26,6 +30,22 @@ TEACHER_STAGE_VERSION = "teacher/v1"
 TEACHER_FILES = ("model/config.json", "model/*.safetensors", "labels.csv.gz", "scores.csv.gz", "info.json")
 
 
+HELD_OUT = "half A, held out"   # the eval set of a teacher trained with ``holdout``
+
+
+def split_half_a(half_a: list[Pair], share: float, seed: int) -> tuple[list[Pair], list[Pair]]:
+    """Half A cut in two by a seeded draw: the pairs a ``holdout`` teacher trains on (in half A's order)
+    and the floor(share * n) it holds out (at least one, and at least one left to train on)."""
+    n = len(half_a)
+    k = min(max(1, math.floor(share * n)), n - 1)
+    if k < 1:
+        raise BenchError(f"half A holds {n} pair(s): holding some out for a teacher's error leaves none to train on. "
+                         "Give the source more train pairs")
+    drawn = torch.randperm(n, generator=torch.Generator().manual_seed(sub_seed(seed, "teacher-holdout"))).tolist()
+    held = set(drawn[:k])
+    return [p for i, p in enumerate(half_a) if i not in held], [half_a[i] for i in sorted(held)]
+
+
 @dataclass
 class Teacher:
     key: str
@@ -37,9 +57,15 @@ class Teacher:
 
 
 def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
-                  evals: dict[str, list[Pair]], timings: dict[str, float], member: int = 0) -> Teacher:
+                  evals: dict[str, list[Pair]], timings: dict[str, float], member: int = 0,
+                  holdout: float = 0.0) -> Teacher:
     """The cell's teacher; ``member`` m > 0 is another teacher of an ensemble (bench.label_stage), trained
-    on the same half A with seeds of its own, in an entry of its own (the member index is in its key)."""
+    on the same half A with seeds of its own, in an entry of its own (the member index is in its key).
+    ``holdout`` > 0: a teacher trained on ``half_a`` less a seeded share of it, which it scores as the
+    eval set HELD_OUT (for its error on gold pairs it never saw: bench.label_stage); the share is in its key."""
+    if holdout:
+        half_a, held = split_half_a(half_a, holdout, seed)
+        evals = {**evals, HELD_OUT: held}
     inputs = {
         "stage": TEACHER_STAGE_VERSION,
         "protocol": ctx.protocol.name, "protocol_hash": ctx.protocol_hash,
@@ -49,6 +75,7 @@ def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], h
         "train": ctx.models.teacher_train, "score_batch_size": ctx.models.score_batch_size,
         "code": teacher_code(ctx.loaders(source)), "platform": platform_version(),
         **({"member": member} if member else {}),   # member 0, the cell's teacher, has no such field: inputs as before
+        **({"half_a_holdout": holdout} if holdout else {}),
     }
     key = ctx.cache.key(inputs)
     # Held from the lookup to the store: a second run on this cache waits here, then reuses this entry.

@@ -150,6 +150,11 @@ class Method:
         method defines it; the pipeline runs it once per cell and caches it."""
         raise NotImplementedError(f"method {self.name!r} has no label stage; it learns from the teacher's labels")
 
+    def relabelled(self, info: dict) -> None:
+        """Called with the label stage's record (``Labels.info`` and what the stage computed) before the
+        student trains, whether ``relabel`` ran now or its labels came from the cache: a loss that needs
+        a number its relabel found (``unbiased``'s flip rate) takes it from here."""
+
 
 def check_method_class(cls: object, where: str) -> type[Method]:
     """A clear error for anything registered as a method that cannot be one."""

@@ -59,10 +59,13 @@ class ProbeRelabel(Naive):
     half-B pair and predicts p_i on the same pairs; the student trains on p_i with naive's loss.
 
       probe=knn (default):  p_i = mean of q_j over the k nearest x_j (Euclidean, x_i itself included:
-                            the reference fits and predicts on the same points); k default 50, the
-                            reference's; at most the number of pairs
+                            the reference fits and predicts on the same points); k default 50, as
+                            the issue that added it asked (the reference's KnnProbeConfig
+                            default differs across its versions: 20 in some, 50 in others);
+                            at most the number of pairs
       probe=logreg:         p_i = sigmoid(x_i . w), w = argmin mean BCE(x . w, q) + l2 |w|^2 (L-BFGS
-                            from 0, as the reference's; no bias, see logreg_predictions); l2 default 1e-3
+                            from 0, as the reference's; no bias, which the reference's probe
+                            has: see logreg_predictions); l2 default 1e-3
 
     The reference reads a middle layer's last-token state of each text; a reward model's pair is read
     where its head reads it, as a difference, instead. Its ``probe_relabel`` replaces the weak labels

@@ -60,7 +60,14 @@ class Raven(Naive):
     SGD at ``ens_lr`` on the student's loss, clamped at 1e-6 and renormalised after every step (not a
     softmax parametrisation), detached before ``easy_hard`` epochs; its RAVEN config uses ens_lr = 1e-2,
     easy_hard = 0.2 of 2 epochs and 3 teachers: the defaults ``lr`` = 1e-2, ``hold`` = 0.1, ``k`` = 3.
-    One difference: the reference calls backward on the loss once for the weights (retain_graph) and
+    ``lr`` keeps the reference's meaning per training pair: it updates the weights once per batch of 2
+    pairs over 2 epochs, once per pair seen; here they are updated once per batch of ``batch_size``
+    pairs over ``epochs``, so each update steps lr * batch_size / epochs (0.16 for tiny's batch 16 and
+    one epoch), and the weights move as far per pair as the reference's. At lr itself they would move
+    16x less: over mini's ~50 steps, barely off uniform (a loss called by hand, outside ``fit``, steps lr).
+    With early stopping (TrainConfig.early_stopping) the
+    held-out pairs are scored against the stage's targets, the combination at the uniform start, not
+    the learned one. One difference: the reference calls backward on the loss once for the weights (retain_graph) and
     again for the model, so the model's gradient is doubled on those steps; here the student's gradient
     is the loss's, once. The label digest records the targets at the uniform start.
     """
@@ -75,6 +82,7 @@ class Raven(Naive):
         super().__init__(params)
         self.weights = torch.full((self.params.k,), 1.0 / self.params.k)
         self.after_step: list[torch.Tensor] = []
+        self.step_lr = self.params.lr   # fit scales it to the run's batches (the docstring)
 
     def relabel(self, inputs: LabelInputs) -> Labels:
         per_pair = [list(labels) for labels in zip(*inputs.teachers(self.params.k))]
@@ -88,10 +96,11 @@ class Raven(Naive):
         self.after_step: list[torch.Tensor] = []   # the weights after each step, for the checkpoint early stopping keeps
 
     def fit(self, student, examples, cfg, train):
+        self.step_lr = self.params.lr * cfg.batch_size / cfg.epochs
         log = super().fit(student, examples, cfg, train)
         chosen = (log.get("early_stopping") or {}).get("chosen_step")
         weights = self.after_step[chosen - 1] if chosen else self.weights   # the student's weights are that step's
-        return {**log, "raven_weights": weights.tolist()}
+        return {**log, "raven_weights": weights.tolist(), "raven_step_lr": self.step_lr}
 
     def loss(self, step: Step):
         labels = step.teacher_labels
@@ -105,6 +114,6 @@ class Raven(Naive):
         target = combined_targets(labels, weights)
         loss = F.binary_cross_entropy_with_logits(d, target)
         if step.progress >= self.params.hold and self.params.lr > 0:
-            self.weights = weight_step(weights, labels, d, self.params.lr)
+            self.weights = weight_step(weights, labels, d, self.step_lr)
         self.after_step.append(self.weights.detach())
         return loss, {"bt": loss.detach(), **{f"w{k}": self.weights[k].detach() for k in range(self.params.k)}}

@@ -21,10 +21,10 @@ from methods.probe_relabel import knn_predictions, logreg_predictions
 from methods.raven import combined_targets, weight_step
 
 ROOT = Path(__file__).resolve().parents[1]
-LABEL_SIDE = ("teacher-ensemble", "raven", "reliability-filter", "probe-relabel", "probe-filter")
+LABEL_SIDE = ("teacher-ensemble", "raven", "reliability-filter", "probe-relabel", "probe-filter", "unbiased")
 
 
-def inputs_of(soft, members=None, features=None) -> LabelInputs:
+def inputs_of(soft, members=None, features=None, error=None) -> LabelInputs:
     """LabelInputs on toy pairs: ``members`` {m: labels} for teachers 1.., ``features`` a tensor; what the
     method asked for is noted in ``asked``."""
     ordered = [OrderedPair(Pair(f"p{i}", (("user", "q"),), "good", "bad"), True) for i in range(len(soft))]
@@ -34,7 +34,8 @@ def inputs_of(soft, members=None, features=None) -> LabelInputs:
         asked.append(m)
         return members[m]
 
-    inputs = LabelInputs(ordered, list(soft), member_labels, lambda: None, lambda: features)
+    inputs = LabelInputs(ordered, list(soft), member_labels, lambda: None, lambda: features,
+                         held_out_error=None if error is None else lambda: error)
     inputs.asked = asked
     return inputs
 
@@ -290,8 +291,15 @@ def test_every_label_side_method_runs_end_to_end(name, small_protocol, small_mod
     if name == "raven":
         weights = result.student["train"]["raven_weights"]
         assert len(weights) == 3 and sum(weights) == pytest.approx(1.0)
+        cfg = small_models.student_train   # the reference's lr per pair seen: once per batch of 2, over 2 epochs
+        assert result.student["train"]["raven_step_lr"] == pytest.approx(0.01 * cfg.batch_size / cfg.epochs)
     if name.startswith("probe"):
         assert stage["features"]["width"] == 384 and stage["probe"] == "knn"
+    if name == "unbiased":   # hard labels, and the flip rate of a teacher trained on 80% of half A, scored on 20%
+        held = stage["held_out_teacher"]
+        assert held["pairs"] == math.floor(0.2 * result.sizes["half_a"]) and held["cache_key"] != result.teacher["cache_key"]
+        assert stage["eps"] == held["error"] and 0.0 <= held["error"] < 0.5 and stage["eps_from"] == "teacher held-out error"
+        assert result.student["train"]["last_step_logs"]["eps"] == pytest.approx(held["error"])
 
 
 def test_a_submission_of_a_filtering_method_validates(small_protocol, small_models, tmp_path, cache):
@@ -304,6 +312,18 @@ def test_a_submission_of_a_filtering_method_validates(small_protocol, small_mode
                       protocols={small_protocol.name: small_protocol}, model_pairs={small_models.name: small_models})
     v = validate_submission(folder, {small_protocol.name: small_protocol}, {small_models.name: small_models})
     assert v.ok, v.errors
+
+
+def test_unbiased_relabels_with_the_teachers_hard_labels_and_its_held_out_error():
+    labels = make_method("unbiased").relabel(inputs_of([0.9, 0.3, 0.5, 0.51], error=0.2))
+    assert labels.targets == [1.0, 0.0, 0.5, 1.0] and labels.kept is None
+    assert labels.info == {"eps": 0.2, "eps_from": "teacher held-out error"}
+    given = make_method("unbiased", {"eps": 0.1}).relabel(inputs_of([0.9], error=0.4))
+    assert given.info == {"eps": 0.1, "eps_from": "param"}
+    with pytest.raises(BenchError, match="held-out error is 0.500.*no better than chance"):
+        make_method("unbiased").relabel(inputs_of([0.9], error=0.5))
+    with pytest.raises(BenchError, match="needs a pipeline run"):
+        make_method("unbiased").relabel(inputs_of([0.9]))
 
 
 # --- the doc ---------------------------------------------------------------------------------------------

@@ -159,34 +159,26 @@ def test_gce_by_hand_and_its_two_ends():
 
 # --- unbiased -------------------------------------------------------------------------------------
 def test_unbiased_with_a_given_flip_rate():
-    loss, logs = make_method("unbiased", {"eps": "0.2"}).loss(step_of([1.0, -0.5], [0.0, 0.0], [0.9, 0.4]))
-    per = [(0.8 * bce(1.0, 0.9) - 0.2 * bce(1.0, 0.1)), (0.8 * bce(-0.5, 0.4) - 0.2 * bce(-0.5, 0.6))]
+    loss, logs = make_method("unbiased", {"eps": "0.2"}).loss(step_of([1.0, -0.5], [0.0, 0.0], [1.0, 0.0]))
+    per = [(0.8 * bce(1.0, 1.0) - 0.2 * bce(1.0, 0.0)), (0.8 * bce(-0.5, 0.0) - 0.2 * bce(-0.5, 1.0))]
     assert loss.item() == pytest.approx(sum(per) / 2 / (1 - 2 * 0.2), rel=1e-6)
     assert logs["eps"].item() == pytest.approx(0.2)
-    # the same as BT on the un-smoothed target (q - eps) / (1 - 2 eps)
-    t = [(0.9 - 0.2) / 0.6, (0.4 - 0.2) / 0.6]
+    # the same as BT on the target (y - eps) / (1 - 2 eps), outside [0, 1]
+    t = [(1.0 - 0.2) / 0.6, (0.0 - 0.2) / 0.6]
     assert loss.item() == pytest.approx((bce(1.0, t[0]) + bce(-0.5, t[1])) / 2, rel=1e-6)
-    # eps = 0 is naive
-    plain, _ = make_method("unbiased", {"eps": 0.0}).loss(step_of([1.0], [0.0], [0.9]))
-    assert plain.item() == pytest.approx(bce(1.0, 0.9), rel=1e-6)
+    # eps = 0 is naive on the hard labels
+    plain, _ = make_method("unbiased", {"eps": 0.0}).loss(step_of([1.0], [0.0], [1.0]))
+    assert plain.item() == pytest.approx(bce(1.0, 1.0), rel=1e-6)
 
 
-def test_unbiased_auto_flip_rate_is_the_teachers_expected_error():
-    loss, logs = make_method("unbiased").loss(step_of([1.0, -0.5], [0.0, 0.0], [0.9, 0.4]))
-    eps = (min(0.9, 0.1) + min(0.4, 0.6)) / 2                            # 0.25
-    assert logs["eps"].item() == pytest.approx(eps)
-    per = [(1 - eps) * bce(1.0, 0.9) - eps * bce(1.0, 0.1), (1 - eps) * bce(-0.5, 0.4) - eps * bce(-0.5, 0.6)]
-    assert loss.item() == pytest.approx(sum(per) / 2 / (1 - 2 * eps), rel=1e-6)
-
-
-def test_unbiased_auto_on_labels_all_one_half_is_finite():
-    step = step_of([1.0, -2.0], [0.0, 0.0], [0.5, 0.5], grad=True)
-    loss, logs = make_method("unbiased").loss(step)
-    # every eps < 1/2 gives l(d, 1/2) here; auto's 1/2 is replaced by 0, which gives it without 0/0
-    assert logs["eps"].item() == 0.0
-    assert loss.item() == pytest.approx((bce(1.0, 0.5) + bce(-2.0, 0.5)) / 2, rel=1e-6)
-    loss.backward()
-    assert all(math.isfinite(g) for g in step.r_a.grad.tolist())
+def test_unbiased_auto_takes_its_flip_rate_from_the_label_stage():
+    method = make_method("unbiased")
+    with pytest.raises(BenchError, match="label stage.*--param eps"):
+        method.loss(step_of([1.0], [0.0], [1.0]))
+    method.relabelled({"eps": 0.25, "eps_from": "teacher held-out error"})   # what the stage hands it
+    loss, logs = method.loss(step_of([1.0, -0.5], [0.0, 0.0], [1.0, 1.0]))
+    per = [0.75 * bce(1.0, 1.0) - 0.25 * bce(1.0, 0.0), 0.75 * bce(-0.5, 1.0) - 0.25 * bce(-0.5, 0.0)]
+    assert logs["eps"].item() == 0.25 and loss.item() == pytest.approx(sum(per) / 2 / 0.5, rel=1e-6)
 
 
 # --- bsr ------------------------------------------------------------------------------------------
