@@ -15,6 +15,7 @@ def parse_param(text: str) -> tuple[str, str]:
 
 
 SEED_LIMIT = 2**31
+MIN_CAP_LENGTH = 32   # --cap-length below this leaves no room for a response after a chat template
 
 
 def parse_seed(text: str) -> int:
@@ -85,6 +86,8 @@ def add_cell_arguments(parser: argparse.ArgumentParser, out: str = "results", wh
     parser.add_argument("--cap-train", type=int, metavar="N",
                         help="use at most N train-pool pairs per source (a capped protocol, named and hashed as such)")
     parser.add_argument("--cap-test", type=int, metavar="N", help="use at most N pairs per test split (as --cap-train)")
+    parser.add_argument("--cap-length", type=int, metavar="N",
+                        help="cut sequences to at most N tokens instead of the protocol's max length (as --cap-train)")
 
 
 def add_run_arguments(run: argparse.ArgumentParser) -> None:
@@ -270,9 +273,12 @@ def cell_settings(args: argparse.Namespace, method: str):
     for flag, value in (("--cap-train", args.cap_train), ("--cap-test", args.cap_test)):
         if value is not None and value < 2:
             raise BenchError(f"{flag} {value}: give at least 2 pairs (each half needs one)")
+    if args.cap_length is not None and args.cap_length < MIN_CAP_LENGTH:
+        raise BenchError(f"--cap-length {args.cap_length}: give at least {MIN_CAP_LENGTH} tokens (a chat template "
+                         "alone takes dozens)")
     if args.data_dir is not None and not args.data_dir.is_dir():
         raise BenchError(f"--data-dir {args.data_dir}: no such folder; its layout is in bench/datasets/loading.py")
-    protocol = PROTOCOLS.get(args.protocol).capped(args.cap_train, args.cap_test)
+    protocol = PROTOCOLS.get(args.protocol).capped(args.cap_train, args.cap_test, args.cap_length)
     if not args.seeds and len(protocol.seeds) > 1:
         print(f"[bench] seed {protocol.seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
               f"pass --seeds {' '.join(map(str, protocol.seeds))} for all of them", file=sys.stderr)

@@ -23,7 +23,7 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class RunSettings:
-    protocol: ProtocolSpec                 # the protocol, already capped by --cap-train / --cap-test
+    protocol: ProtocolSpec                 # the protocol, already capped by --cap-train / --cap-test / --cap-length
     models: ModelPairSpec                  # the weak teacher and strong student, and how each trains
     method: str                            # a registered method's name (a --method-file registers its own); for
                                            # bench evaluate, the external student's name

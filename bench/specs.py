@@ -102,17 +102,21 @@ class ProtocolSpec:
         category = self.category_of(source)
         return tuple(name for name in dict(self.categories)[category] if name != source)
 
-    def capped(self, train: int | None = None, test: int | None = None) -> "ProtocolSpec":
-        """This protocol with smaller train pools and test splits, for a machine that cannot run it whole.
-        It is a different protocol: its name says so and its hash differs, so its results are never
-        mistaken for (or submitted as) the full protocol's."""
+    def capped(self, train: int | None = None, test: int | None = None, length: int | None = None) -> "ProtocolSpec":
+        """This protocol with smaller train pools and test splits, or shorter sequences (``length`` tokens
+        at most), for a machine that cannot run it whole. It is a different protocol: its name says so
+        and its hash differs, so its results are never mistaken for (or submitted as) the full protocol's."""
         train_size = min(self.train_pool_size, train) if train else self.train_pool_size
         test_size = min(self.test_size, test) if test else self.test_size
-        if (train_size, test_size) == (self.train_pool_size, self.test_size):
+        max_length = min(self.max_length, length) if length else self.max_length
+        if (train_size, test_size, max_length) == (self.train_pool_size, self.test_size, self.max_length):
             return self
-        return dataclasses.replace(self, name=f"{self.name}+cap-train{train_size}-test{test_size}",
-                                   train_pool_size=train_size, test_size=test_size,
-                                   description=f"{self.description} [capped: train pool {train_size}, test {test_size}]")
+        cut = f"-len{max_length}" if max_length != self.max_length else ""   # names without it stay as they were
+        return dataclasses.replace(
+            self, name=f"{self.name}+cap-train{train_size}-test{test_size}{cut}",
+            train_pool_size=train_size, test_size=test_size, max_length=max_length,
+            description=f"{self.description} [capped: train pool {train_size}, test {test_size}"
+                        + (f", {max_length} tokens per sequence" if cut else "") + "]")
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,20 @@ def test_capped_protocol_is_named_and_hashed_apart():
     assert (capped.train_pool_size, capped.test_size) == (200, 100)
     assert capped.name == "w2s-shift-v1+cap-train200-test100" and protocol_hash(capped) != protocol_hash(full)
     assert full.capped(None, None) is full and full.capped(10**9, 10**9) is full
+    short = full.capped(200, 100, 256)   # shorter sequences: named and hashed apart too, the name says the length
+    assert short.name == "w2s-shift-v1+cap-train200-test100-len256" and short.max_length == 256
+    assert protocol_hash(short) not in (protocol_hash(full), protocol_hash(capped))
+    assert full.capped(None, None, 10**6) is full and full.capped(None, None, 512).name == "w2s-shift-v1+cap-train8000-test1000-len512"
+
+
+def test_cap_length_reaches_the_formatters_and_a_tiny_one_is_refused(capsys):
+    from bench.cli import build_parser, run_settings
+    from bench.errors import BenchError
+
+    args = build_parser().parse_args(["run", "--method", "naive", "--protocol", "w2s-shift-v1", "--cap-length", "128"])
+    assert run_settings(args).protocol.max_length == 128
+    with pytest.raises(BenchError, match="--cap-length 8: give at least 32 tokens"):
+        run_settings(build_parser().parse_args(["run", "--method", "naive", "--cap-length", "8"]))
 
 
 def test_w2s_protocol_runs_offline_from_a_data_dir(data_dir, small_models, tmp_path):
