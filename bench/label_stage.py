@@ -49,7 +49,7 @@ CACHE_KIND = "labels"
 # The code that decides a label-stage entry: this module, and the teacher's code (the extra teachers
 # are trained by it; the pretrained strong model is loaded and read by bench.models and bench.formatting,
 # which are in it too). The method's own source is in the key apart, as it is in a cell's.
-LABEL_CODE = TEACHER_CODE + ("bench.label_stage",)
+LABEL_CODE = TEACHER_CODE + ("bench.label_stage", "bench.metrics")   # metrics: the held-out error in the record
 HOLDOUT_SHARE = 0.2   # of half A, held out from the teacher whose error LabelInputs.teacher_error() measures
 
 
@@ -86,9 +86,10 @@ class LabelInputs:
 
     def teacher_error(self) -> float:
         """The teacher's error rate (0 to 1, a tie counting half) on gold-labelled pairs it was not trained
-        on: a teacher of the same configuration and seeds trained on half A less a seeded 20% of it
-        (HOLDOUT_SHARE), scored on that 20% (its own teacher-stage entry). The cell's teacher trained on
-        all of half A, so it has no held-out pairs of its own; this one is its stand-in, on 80% of the data."""
+        on: a teacher of the same configuration and seeds trained on half A less about 20% of it
+        (HOLDOUT_SHARE; whole prompt groups, seeded: bench.teacher.split_half_a), scored on that part (its
+        own teacher-stage entry). The cell's teacher trained on all of half A, so it has no held-out pairs
+        of its own; this one is its stand-in, on about 80% of the data."""
         if self.held_out_error is None:
             raise BenchError("teacher_error() needs a pipeline run (bench run): these LabelInputs have no "
                              "held_out_error to call")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
 
 from bench.data import OrderedPair, Pair, random_order, sub_seed
 from bench.distributed import on_main_process
@@ -34,15 +34,26 @@ HELD_OUT = "half A, held out"   # the eval set of a teacher trained with ``holdo
 
 
 def split_half_a(half_a: list[Pair], share: float, seed: int) -> tuple[list[Pair], list[Pair]]:
-    """Half A cut in two by a seeded draw: the pairs a ``holdout`` teacher trains on (in half A's order)
-    and the floor(share * n) it holds out (at least one, and at least one left to train on)."""
-    n = len(half_a)
-    k = min(max(1, math.floor(share * n)), n - 1)
-    if k < 1:
-        raise BenchError(f"half A holds {n} pair(s): holding some out for a teacher's error leaves none to train on. "
-                         "Give the source more train pairs")
-    drawn = torch.randperm(n, generator=torch.Generator().manual_seed(sub_seed(seed, "teacher-holdout"))).tolist()
-    held = set(drawn[:k])
+    """Half A cut in two for a ``holdout`` teacher: the pairs it trains on and those it holds out, both
+    in half A's order. The unit is the pair's group, as in the cell's own split of the pool
+    (bench.data.split_prompt_disjoint): groups shuffled with the seed go, whole, to the held-out part
+    until it holds ``floor(share * n)`` pairs or more, so that no prompt (on mini, no topic) sits on
+    both sides and the held-out error is measured as the student's half B is labelled: on prompts the
+    teacher never saw. At least one group on each side."""
+    groups: dict[str, list[int]] = {}
+    for i, pair in enumerate(half_a):
+        groups.setdefault(pair.group_key, []).append(i)
+    if len(groups) < 2:
+        raise BenchError(f"half A holds {len(half_a)} pair(s) in {len(groups)} prompt group(s): holding some out for "
+                         "the teacher's error leaves none to train on. Give the source more train pairs (a larger "
+                         "--cap-train)")
+    keys = sorted(groups)
+    random.Random(sub_seed(seed, "teacher-holdout")).shuffle(keys)
+    target, held = math.floor(share * len(half_a)), set()
+    for key in keys[:-1]:   # the last group always trains
+        if held and len(held) >= target:
+            break
+        held.update(groups[key])
     return [p for i, p in enumerate(half_a) if i not in held], [half_a[i] for i in sorted(held)]
 
 

@@ -61,9 +61,9 @@ class Raven(Naive):
     softmax parametrisation), detached before ``easy_hard`` epochs; its RAVEN config uses ens_lr = 1e-2,
     easy_hard = 0.2 of 2 epochs and 3 teachers: the defaults ``lr`` = 1e-2, ``hold`` = 0.1, ``k`` = 3.
     ``lr`` keeps the reference's meaning per training pair: it updates the weights once per batch of 2
-    pairs over 2 epochs, once per pair seen; here they are updated once per batch of ``batch_size``
+    pairs over 2 epochs, as many updates as training pairs; here they are updated once per batch of ``batch_size``
     pairs over ``epochs``, so each update steps lr * batch_size / epochs (0.16 for tiny's batch 16 and
-    one epoch), and the weights move as far per pair as the reference's. At lr itself they would move
+    one epoch), and the weights move as far per training pair as the reference's. At lr itself they would move
     16x less: over mini's ~50 steps, barely off uniform (a loss called by hand, outside ``fit``, steps lr).
     With early stopping (TrainConfig.early_stopping) the
     held-out pairs are scored against the stage's targets, the combination at the uniform start, not
@@ -97,10 +97,13 @@ class Raven(Naive):
 
     def fit(self, student, examples, cfg, train):
         self.step_lr = self.params.lr * cfg.batch_size / cfg.epochs
-        log = super().fit(student, examples, cfg, train)
+        try:
+            log = super().fit(student, examples, cfg, train)
+        finally:
+            self.step_lr = self.params.lr   # outside fit, as the docstring says
         chosen = (log.get("early_stopping") or {}).get("chosen_step")
         weights = self.after_step[chosen - 1] if chosen else self.weights   # the student's weights are that step's
-        return {**log, "raven_weights": weights.tolist(), "raven_step_lr": self.step_lr}
+        return {**log, "raven_weights": weights.tolist(), "raven_step_lr": self.params.lr * cfg.batch_size / cfg.epochs}
 
     def loss(self, step: Step):
         labels = step.teacher_labels

@@ -34,7 +34,8 @@ class Unbiased(Naive):
     the teacher's uncertainty twice.
 
     ``eps`` default ``auto``: the teacher's error rate on gold-labelled pairs it was not trained on
-    (``LabelInputs.teacher_error``: the same teacher trained on 80% of half A, scored on the other 20%),
+    (``LabelInputs.teacher_error``: the same teacher trained on half A less about 20% of its prompt groups,
+    scored on those, so on prompts it never saw, as half B's are),
     recorded in the cell's label stage; ``eps=<float>`` in [0, 0.5) sets it by hand. A teacher whose
     held-out error is 1/2 or more carries no signal the correction can use: the run stops and says so.
     """
@@ -52,7 +53,8 @@ class Unbiased(Naive):
         if eps >= 0.5:
             raise BenchError(f"unbiased: the teacher's held-out error is {eps:.3f}, at least 1/2, so its labels "
                              f"are no better than chance and the flip correction divides by 1 - 2 eps <= 0. "
-                             f"Give a flip rate by hand (--param eps=0.3) or a stronger teacher")
+                             f"The run stops at this cell. Give a flip rate by hand for every cell (--param eps=0.3), or a "
+                             f"stronger teacher")
         hard = [1.0 if q > 0.5 else 0.0 if q < 0.5 else 0.5 for q in inputs.soft_labels]
         return Labels(hard, info={"eps": eps, "eps_from": "teacher held-out error" if self.params.eps == "auto"
                                   else "param"})

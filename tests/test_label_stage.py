@@ -291,13 +291,14 @@ def test_every_label_side_method_runs_end_to_end(name, small_protocol, small_mod
     if name == "raven":
         weights = result.student["train"]["raven_weights"]
         assert len(weights) == 3 and sum(weights) == pytest.approx(1.0)
-        cfg = small_models.student_train   # the reference's lr per pair seen: once per batch of 2, over 2 epochs
+        cfg = small_models.student_train   # the reference's lr per training pair: once per batch of 2, over 2 epochs
         assert result.student["train"]["raven_step_lr"] == pytest.approx(0.01 * cfg.batch_size / cfg.epochs)
     if name.startswith("probe"):
         assert stage["features"]["width"] == 384 and stage["probe"] == "knn"
-    if name == "unbiased":   # hard labels, and the flip rate of a teacher trained on 80% of half A, scored on 20%
+    if name == "unbiased":   # hard labels, and the flip rate of a teacher trained on ~80% of half A, scored on the rest
         held = stage["held_out_teacher"]
-        assert held["pairs"] == math.floor(0.2 * result.sizes["half_a"]) and held["cache_key"] != result.teacher["cache_key"]
+        assert math.floor(0.2 * result.sizes["half_a"]) <= held["pairs"] < result.sizes["half_a"]   # whole groups
+        assert held["cache_key"] != result.teacher["cache_key"]
         assert stage["eps"] == held["error"] and 0.0 <= held["error"] < 0.5 and stage["eps_from"] == "teacher held-out error"
         assert result.student["train"]["last_step_logs"]["eps"] == pytest.approx(held["error"])
 
@@ -324,6 +325,31 @@ def test_unbiased_relabels_with_the_teachers_hard_labels_and_its_held_out_error(
         make_method("unbiased").relabel(inputs_of([0.9], error=0.5))
     with pytest.raises(BenchError, match="needs a pipeline run"):
         make_method("unbiased").relabel(inputs_of([0.9]))
+
+
+def test_the_held_out_teachers_split_keeps_every_group_on_one_side():
+    from bench.teacher import split_half_a
+
+    half_a = [Pair(f"p{i}", (("user", f"q{i % 7}"),), "good", "bad", group=f"topic{i % 5}") for i in range(40)]
+    train, held = split_half_a(half_a, 0.2, seed=3)
+    assert sorted(p.id for p in train + held) == sorted(p.id for p in half_a)     # a partition of half A ...
+    assert [p.id for p in train] == [p.id for p in half_a if p in train]          # ... each part in half A's order
+    assert not {p.group_key for p in train} & {p.group_key for p in held}         # no topic on both sides
+    assert len(held) == 8                                     # 5 topics of 8 pairs: one whole topic reaches 20%
+    assert split_half_a(half_a, 0.2, seed=3) == (train, held) and split_half_a(half_a, 0.2, seed=4) != (train, held)
+    assert len(split_half_a(half_a, 0.5, seed=3)[1]) == 24   # groups are added until the share is reached
+    with pytest.raises(BenchError, match="1 prompt group.*--cap-train"):
+        split_half_a([Pair("x", (("user", "q"),), "a", "b"), Pair("y", (("user", "q"),), "c", "d")], 0.2, seed=0)
+
+
+def test_unbiased_on_a_cached_label_stage_still_gets_its_flip_rate(small_protocol, small_models, tmp_path, cache):
+    """The second run reads the labels from the cache, so relabel does not run: the flip rate must reach the
+    loss through Method.relabelled all the same (a fresh method object in each run)."""
+    first = run_one(small_protocol, small_models, "unbiased", {}, tmp_path / "a", cache)
+    again = run_one(small_protocol, small_models, "unbiased", {}, tmp_path / "b", cache)
+    assert again.label_stage["reused"] is True and again.label_stage["eps"] == first.label_stage["eps"]
+    assert again.student["train"]["last_step_logs"]["eps"] == pytest.approx(first.label_stage["held_out_teacher"]["error"])
+    assert again.student == first.student and again.labels == first.labels
 
 
 # --- the doc ---------------------------------------------------------------------------------------------

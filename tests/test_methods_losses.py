@@ -1,4 +1,4 @@
-"""The loss-side methods (entropy, window, product, adaptconf, gce, unbiased, bsr) against hand
+"""The loss-side methods (entropy, window, product, adaptconf, gce, bsr) and unbiased's loss against hand
 computations on tiny tensors, their parameter checks, and probe: only the reward head trains."""
 import dataclasses
 import math

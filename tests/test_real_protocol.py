@@ -35,12 +35,17 @@ def test_capped_protocol_is_named_and_hashed_apart():
     assert full.capped(None, None, 10**6) is full and full.capped(None, None, 512).name == "w2s-shift-v1+cap-train8000-test1000-len512"
 
 
-def test_cap_length_reaches_the_formatters_and_a_tiny_one_is_refused(capsys):
+def test_cap_length_reaches_the_formatters_and_a_tiny_one_is_refused(tmp_path):
     from bench.cli import build_parser, run_settings
     from bench.errors import BenchError
 
+    from bench.cache import Cache
+    from bench.pipeline import RunContext, checked_method
+
     args = build_parser().parse_args(["run", "--method", "naive", "--protocol", "w2s-shift-v1", "--cap-length", "128"])
-    assert run_settings(args).protocol.max_length == 128
+    settings = run_settings(args)
+    ctx = RunContext(settings, checked_method(settings), Cache(tmp_path))
+    assert settings.protocol.max_length == 128 and ctx.formatter("strong").provenance()["max_length"] == 128
     with pytest.raises(BenchError, match="--cap-length 8: give at least 32 tokens"):
         run_settings(build_parser().parse_args(["run", "--method", "naive", "--cap-length", "8"]))
 
