@@ -85,16 +85,22 @@ def split_prompt_disjoint(pairs: list[Pair], seed: int) -> tuple[list[Pair], lis
     Groups are shuffled with the seed and each group's pairs go, whole, to the half that has fewer
     pairs so far.
     """
-    groups: dict[str, list[Pair]] = {}
-    for pair in pairs:
-        groups.setdefault(pair.group_key, []).append(pair)
-    keys = sorted(groups)
-    random.Random(sub_seed(seed, "split")).shuffle(keys)
     half_a: list[Pair] = []
     half_b: list[Pair] = []
-    for key in keys:
-        (half_a if len(half_a) <= len(half_b) else half_b).extend(groups[key])
+    for group in shuffled_groups(pairs, seed, "split"):
+        (half_a if len(half_a) <= len(half_b) else half_b).extend(pairs[i] for i in group)
     return half_a, half_b
+
+
+def shuffled_groups(pairs: list[Pair], seed: int, stage: str) -> list[list[int]]:
+    """The pairs' groups (``Pair.group_key``) as lists of indices, each in the pairs' order, the groups in
+    an order shuffled with ``sub_seed(seed, stage)``: the unit every prompt-disjoint split deals in."""
+    groups: dict[str, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        groups.setdefault(pair.group_key, []).append(i)
+    keys = sorted(groups)
+    random.Random(sub_seed(seed, stage)).shuffle(keys)
+    return [groups[key] for key in keys]
 
 
 def random_order(pairs: list[Pair], seed: int) -> list[OrderedPair]:

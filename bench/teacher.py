@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import math
-import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-
-from bench.data import OrderedPair, Pair, random_order, sub_seed
+from bench.data import OrderedPair, Pair, random_order, shuffled_groups, sub_seed
 from bench.distributed import on_main_process
 from bench.errors import BenchError
 from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
@@ -40,20 +38,16 @@ def split_half_a(half_a: list[Pair], share: float, seed: int) -> tuple[list[Pair
     until it holds ``floor(share * n)`` pairs or more, so that no prompt (on mini, no topic) sits on
     both sides and the held-out error is measured as the student's half B is labelled: on prompts the
     teacher never saw. At least one group on each side."""
-    groups: dict[str, list[int]] = {}
-    for i, pair in enumerate(half_a):
-        groups.setdefault(pair.group_key, []).append(i)
+    groups = shuffled_groups(half_a, seed, "teacher-holdout")
     if len(groups) < 2:
         raise BenchError(f"half A holds {len(half_a)} pair(s) in {len(groups)} prompt group(s): holding some out for "
                          "the teacher's error leaves none to train on. Give the source more train pairs (a larger "
                          "--cap-train)")
-    keys = sorted(groups)
-    random.Random(sub_seed(seed, "teacher-holdout")).shuffle(keys)
     target, held = math.floor(share * len(half_a)), set()
-    for key in keys[:-1]:   # the last group always trains
+    for group in groups[:-1]:   # the last group always trains
         if held and len(held) >= target:
             break
-        held.update(groups[key])
+        held.update(group)
     return [p for i, p in enumerate(half_a) if i not in held], [half_a[i] for i in sorted(held)]
 
 

@@ -96,14 +96,14 @@ class Raven(Naive):
         self.after_step: list[torch.Tensor] = []   # the weights after each step, for the checkpoint early stopping keeps
 
     def fit(self, student, examples, cfg, train):
-        self.step_lr = self.params.lr * cfg.batch_size / cfg.epochs
+        scaled = self.step_lr = self.params.lr * cfg.batch_size / cfg.epochs
         try:
             log = super().fit(student, examples, cfg, train)
         finally:
             self.step_lr = self.params.lr   # outside fit, as the docstring says
         chosen = (log.get("early_stopping") or {}).get("chosen_step")
         weights = self.after_step[chosen - 1] if chosen else self.weights   # the student's weights are that step's
-        return {**log, "raven_weights": weights.tolist(), "raven_step_lr": self.params.lr * cfg.batch_size / cfg.epochs}
+        return {**log, "raven_weights": weights.tolist(), "raven_step_lr": scaled}
 
     def loss(self, step: Step):
         labels = step.teacher_labels
