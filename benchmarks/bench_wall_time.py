@@ -14,6 +14,14 @@ time and peak memory, then the split of what it wrote. That is the full mini pro
 
     python benchmarks/bench_wall_time.py --out results                # split of an existing results folder
     OMP_NUM_THREADS=1 python benchmarks/bench_wall_time.py --run      # run the default command, then split it
+    OMP_NUM_THREADS=1 python benchmarks/bench_wall_time.py --flops --peak 35 --cores 2   # its FLOPs, and a floor
+
+``--flops`` runs the same command in this process (``--jobs 1``, empty temporary folders) under
+torch's FlopCounterMode, which counts every matrix product and attention of the run (teacher and
+student training with their backward passes, ANCHOR's reference pass, labelling, scoring), and
+prints the total and the least wall time any machine with ``--cores`` cores whose one-thread fp32
+matmul peak is ``--peak`` GFLOP/s could take for it: total / (cores x peak), everything at peak,
+both cores busy all the time. The counter slows the run; its own wall time means nothing.
 """
 from __future__ import annotations
 
@@ -78,16 +86,40 @@ def run_default(out: Path, cache: Path, extra: list[str]) -> None:
     print(f"wall time {seconds:.0f} s = {int(seconds // 60)} min {seconds % 60:.0f} s; peak memory {peak:.0f} MB")
 
 
+def count_flops(extra: list[str], peak: float, cores: int) -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from bench import cli
+
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = ["run", "--method", "anchor", "--out", f"{tmp}/results", "--cache-dir", f"{tmp}/cache", *extra, "--jobs", "1"]
+        print(f"# counting: bench {' '.join(argv)}", flush=True)
+        with FlopCounterMode(display=False) as counter:
+            code = cli.main(argv)
+        if code:
+            sys.exit(code)
+    total = counter.get_total_flops()
+    floor = total / (cores * peak * 1e9)
+    print(f"model FLOPs of the run: {total / 1e12:.1f} TFLOP")
+    print(f"floor at {cores} cores x {peak:g} GFLOP/s (1-thread fp32 matmul peak), all at peak: "
+          f"{floor:.0f} s = {floor / 60:.1f} min")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, help="results folder to split (with --run: where to write; default a temp folder)")
     p.add_argument("--cache-dir", type=Path, help="with --run: the teacher cache (default: a fresh temp folder)")
     p.add_argument("--run", action="store_true", help="run `bench run --method anchor` first (the full mini protocol)")
+    p.add_argument("--flops", action="store_true", help="count the default command's FLOPs in this process (slow)")
+    p.add_argument("--peak", type=float, default=35.0, help="with --flops: a machine's 1-thread fp32 matmul peak, GFLOP/s")
+    p.add_argument("--cores", type=int, default=2, help="with --flops: that machine's cores")
     p.add_argument("--as-fresh", action="store_true", help="count reused teacher work as if the cache were empty")
     p.add_argument("extra", nargs=argparse.REMAINDER, help="with --run: more `bench run` arguments after --")
     args = p.parse_args()
     extra = [a for a in args.extra if a != "--"]
-    if args.run:
+    if args.flops:
+        count_flops(extra, args.peak, args.cores)
+    elif args.run:
         with tempfile.TemporaryDirectory() as tmp:
             out, cache = args.out or Path(tmp) / "results", args.cache_dir or Path(tmp) / "cache"
             run_default(out, cache, extra)
