@@ -158,6 +158,14 @@ def pair_lengths(examples: list[TrainExample], pair_rows: bool = False) -> list[
     return [max(len(ex.a), len(ex.b)) for ex in examples]
 
 
+def lr_schedule(optimizer: torch.optim.Optimizer, total: int, warmup_ratio: float) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warm-up over round(warmup_ratio * total) steps (at least one), then linear decay to 0.
+    The first step already runs at lr / warm-up steps (transformers' schedule starts at 0)."""
+    warmup = max(1, round(warmup_ratio * total))
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
+
+
 def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
                        seed: int, desc: str) -> dict:
     """One run of the loop: a fresh optimizer over the parameters that require grad, ``method.loss``
@@ -192,9 +200,7 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
     rank, world = accelerator.process_index, accelerator.num_processes
     steps_per_epoch = math.ceil(len(kept) / cfg.batch_size)
     total = steps_per_epoch * cfg.epochs
-    warmup = max(1, round(cfg.warmup_ratio * total))
-    schedule = torch.optim.lr_scheduler.LambdaLR(  # not prepared: accelerate would step it once per process
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
+    schedule = lr_schedule(optimizer, total, cfg.warmup_ratio)   # not prepared: accelerate would step it per process
     generator = torch.Generator().manual_seed(seed)
     lengths = pair_lengths([examples[i] for i in kept], uses_pair_rows(model)) if cfg.group_by_length else [0] * len(kept)
     model.train()

@@ -13,11 +13,13 @@ On decoders ours reads each pair as one shared-prompt row (bench/pair_rows.py); 
 is ours with that switched off (grouped), which isolates what the shared prompt buys. Each run
 also reports its real tokens per processed token (padding is processed, not real).
 Throughput = pairs trained / seconds inside the training call (model and data preparation
-excluded). Then, with ``--accuracy``, ``ours`` and ``trl`` each train on the whole train split
-and both are scored on the held-out split.
+excluded). Then, with ``--accuracy``, ``ours``, ``ours-plain``, ``trl`` and ``trl-ours`` (TRL fed
+ours-plain's batches and learning-rate schedule) and, on decoders, ``ours-plain-two-seq`` (ours-plain
+with two sequences per pair, as TRL computes them) each train on the whole train split and are
+scored on the held-out split (``--accuracy-runs`` picks some).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_trl.py [--models tiny|smol] [--layers N] [--data hh|mini] [--steps 20]
-                                                     [--repeats 3] [--accuracy]
+                                                     [--repeats 3] [--accuracy [--accuracy-runs ...]]
 """
 from __future__ import annotations
 
@@ -31,6 +33,9 @@ from common import (Timer, formatter, gold_examples, hh_pairs, interleave, media
                     strong_of)
 
 LR, WARMUP, SEED = 1e-4, 0.1, 0
+# trl-ours: TRL fed ours-plain's batches and lr schedule; ours-plain-two-seq: ours-plain with each pair as two
+# sequences (decoders), the layout TRL computes, which isolates what the shared prompt changes
+ACCURACY_RUNS = ("ours", "ours-plain", "trl", "trl-ours", "ours-plain-two-seq")
 
 
 SPEC = {"spec": None}   # the student spec of this run (main sets it from --models)
@@ -52,7 +57,12 @@ def ours(examples: list, batch_size: int, grouped: bool, seed: int = SEED, pair_
 
 
 def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order: list[int] | None = None):
-    """TRL's RewardTrainer; ``order``: feed the pairs in this order, unshuffled (to give it our batches)."""
+    """TRL's RewardTrainer; ``order``: feed the pairs in this order, unshuffled, and step the learning
+    rate on our schedule (bench.train.lr_schedule) with our AdamW, so that it trains on our batches as our
+    loop does: transformers' own warm-up starts at lr 0 and lasts ceil(ratio x steps) steps, ours starts
+    at lr / warm-up steps and lasts round(ratio x steps), which on a short run is a step of training more.
+    The losses stay each loop's own (TRL's -logsigmoid(chosen - rejected), ours BCE on a - b): the
+    same function, in different float operations."""
     from dataclasses import dataclass
 
     from datasets import Dataset
@@ -61,7 +71,7 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
     from trl.trainer.utils import pad
 
     from bench.models import load_reward_model, load_tokenizer
-    from bench.train import apply_freezing
+    from bench.train import apply_freezing, lr_schedule
 
     @dataclass
     class WithSegments(DataCollatorForPreference):
@@ -99,8 +109,14 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
                             remove_unused_columns=False, dataloader_num_workers=0,
                             train_sampling_strategy="sequential" if order is not None
                             else "group_by_length" if grouped else "random")
+        optimizers = (None, None)
+        if order is not None:
+            fused = {"fused": True} if torch.cuda.is_available() else {"foreach": True}   # as bench/train.py's
+            optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LR, weight_decay=0.0,
+                                          **fused)
+            optimizers = (optimizer, lr_schedule(optimizer, math.ceil(len(examples) / batch_size), WARMUP))
         trainer = RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
-                                data_collator=collator)
+                                data_collator=collator, optimizers=optimizers)
         with Timer() as t:
             trainer.train()
     model.eval()
@@ -135,6 +151,8 @@ def main() -> None:
     p.add_argument("--accuracy", action="store_true",
                    help="also train ours and TRL on the train split and compare accuracy")
     p.add_argument("--accuracy-seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the accuracy runs")
+    p.add_argument("--accuracy-runs", nargs="+", choices=ACCURACY_RUNS, default=list(ACCURACY_RUNS[:4]),
+                   help="which accuracy runs (default the first four; ours-plain-two-seq is for decoders)")
     p.add_argument("--skip-throughput", action="store_true", help="only the accuracy runs")
     p.add_argument("--train-pairs", type=int, default=1600, help="train split size for --accuracy (default 1600)")
     args = p.parse_args()
@@ -189,8 +207,8 @@ def throughput(subset: list, args, max_length: int) -> None:
 
 def accuracy_runs(examples: list, eval_pairs: list, fmt, args) -> None:
     """Held-out accuracy after training on the whole train split, per seed (init and order), for ours
-    (grouped and plain) and TRL; and TRL fed our plain run's exact batches, which checks that the two
-    loops compute the same training when the batches are the same."""
+    (grouped and plain) and TRL; and ``trl-ours``, TRL fed our plain run's exact batches and learning-rate
+    schedule, which checks that the two loops compute the same training when those are the same."""
     import statistics
 
     from bench.train import epoch_batches
@@ -198,25 +216,31 @@ def accuracy_runs(examples: list, eval_pairs: list, fmt, args) -> None:
     steps = math.ceil(len(examples) / args.batch_size)
     print(f"## accuracy: {len(examples)} train pairs ({steps} steps of {args.batch_size}), {len(eval_pairs)} "
           f"held-out pairs (one pair = {100 / len(eval_pairs):.2f} points), seeds {args.accuracy_seeds}")
-    acc: dict[str, list[float]] = {"ours": [], "ours-plain": [], "trl": [], "trl, our batches": []}
+    acc: dict[str, list[float]] = {name: [] for name in args.accuracy_runs}
     for seed in args.accuracy_seeds:
         our_order = [i for b in epoch_batches([0] * len(examples), args.batch_size,
                                               torch.Generator().manual_seed(seed + 1)) for i in b]
         runs = {"ours": lambda: ours(examples, args.batch_size, grouped=True, seed=seed),
                 "ours-plain": lambda: ours(examples, args.batch_size, grouped=False, seed=seed),
                 "trl": lambda: trl(examples, args.batch_size, grouped=False, seed=seed),
-                "trl, our batches": lambda: trl(examples, args.batch_size, grouped=False, seed=seed, order=our_order)}
-        for name, train in runs.items():
-            model, _ = train()
+                "trl-ours": lambda: trl(examples, args.batch_size, grouped=False, seed=seed, order=our_order),
+                "ours-plain-two-seq": lambda: ours(examples, args.batch_size, grouped=False, seed=seed, pair_rows=False)}
+        for name in acc:
+            model, _ = runs[name]()
             acc[name].append(accuracy_of(model, eval_pairs, fmt))
         print(f"  seed {seed}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in acc.items()), flush=True)
     spread = (lambda v: f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}") if len(args.accuracy_seeds) > 1 \
         else (lambda v: f"{v[0]:.1f}")
     print("mean ± sd over seeds: " + "; ".join(f"{k} {spread(v)}" for k, v in acc.items()))
-    same = max(abs(a - b) for a, b in zip(acc["ours-plain"], acc["trl, our batches"]))
-    print(f"ours - trl: {statistics.mean(acc['ours']) - statistics.mean(acc['trl']):+.1f} points (mean over seeds; "
-          f"goal within 1); ours-plain - trl: {statistics.mean(acc['ours-plain']) - statistics.mean(acc['trl']):+.1f}; "
-          f"same batches, largest gap over seeds: {same:.2f} points")
+    gap = lambda a, b: statistics.mean(acc[a]) - statistics.mean(acc[b])   # noqa: E731
+    if {"ours", "trl"} <= acc.keys():
+        print(f"ours - trl: {gap('ours', 'trl'):+.1f} points (mean over seeds; goal within 1)")
+    if {"ours-plain", "trl"} <= acc.keys():
+        print(f"ours-plain - trl: {gap('ours-plain', 'trl'):+.1f} points (random batches both)")
+    for ours_run in ("ours-plain", "ours-plain-two-seq"):
+        if {ours_run, "trl-ours"} <= acc.keys():
+            same = max(abs(a - b) for a, b in zip(acc[ours_run], acc["trl-ours"]))
+            print(f"{ours_run} - trl-ours (same batches and schedule): largest gap over seeds {same:.2f} points")
 
 
 if __name__ == "__main__":

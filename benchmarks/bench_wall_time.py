@@ -17,11 +17,13 @@ time and peak memory, then the split of what it wrote. That is the full mini pro
     OMP_NUM_THREADS=1 python benchmarks/bench_wall_time.py --flops --peak 35 --cores 2   # its FLOPs, and a floor
 
 ``--flops`` runs the same command in this process (``--jobs 1``, empty temporary folders) under
-torch's FlopCounterMode, which counts every matrix product and attention of the run (teacher and
-student training with their backward passes, ANCHOR's reference pass, labelling, scoring), and
-prints the total and the least wall time any machine with ``--cores`` cores whose one-thread fp32
-matmul peak is ``--peak`` GFLOP/s could take for it: total / (cores x peak), everything at peak,
-both cores busy all the time. The counter slows the run; its own wall time means nothing.
+torch's FlopCounterMode (common.flop_counter: matrix products and attention; elementwise work is
+not counted) over everything the run computes (teacher and student training with their backward
+passes, ANCHOR's reference pass, labelling, scoring), and prints the total and the least wall
+time any machine with ``--cores`` cores whose one-thread fp32 matmul peak is ``--peak`` GFLOP/s
+could take for it: total / (cores x peak), every operation at the peak, every core busy all the
+time (the default run's cells run one worker process per core). The counter slows the run; its
+own wall time means nothing.
 """
 from __future__ import annotations
 
@@ -87,20 +89,19 @@ def run_default(out: Path, cache: Path, extra: list[str]) -> None:
 
 
 def count_flops(extra: list[str], peak: float, cores: int) -> None:
-    from torch.utils.flop_counter import FlopCounterMode
-
     from bench import cli
+    from common import flop_counter
 
     with tempfile.TemporaryDirectory() as tmp:
         argv = ["run", "--method", "anchor", "--out", f"{tmp}/results", "--cache-dir", f"{tmp}/cache", *extra, "--jobs", "1"]
         print(f"# counting: bench {' '.join(argv)}", flush=True)
-        with FlopCounterMode(display=False) as counter:
+        with flop_counter() as counter:
             code = cli.main(argv)
         if code:
             sys.exit(code)
     total = counter.get_total_flops()
     floor = total / (cores * peak * 1e9)
-    print(f"model FLOPs of the run: {total / 1e12:.1f} TFLOP")
+    print(f"FLOPs of the run (matrix products and attention): {total / 1e12:.1f} TFLOP")
     print(f"floor at {cores} cores x {peak:g} GFLOP/s (1-thread fp32 matmul peak), all at peak: "
           f"{floor:.0f} s = {floor / 60:.1f} min")
 

@@ -180,3 +180,23 @@ class Timer:
 
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self.start
+
+
+def flop_counter():
+    """torch's FlopCounterMode (matrix products), plus the CPU's fused attention, for which torch
+    has no formula and would count 0: the full query-key and probability-value products, forward
+    2·b·h·Tq·Tk·(d_qk + d_v), backward twice that, whatever the mask (they are computed)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    def forward(query, key, value, *args, out_shape=None, **kwargs):
+        (b, h, tq, dq), tk, dv = query, key[-2], value[-1]   # heads from the query: grouped keys repeat
+        return 2 * b * h * tq * tk * (dq + dv)
+
+    def backward(grad_out, query, key, value, *args, out_shape=None, **kwargs):
+        return 2 * forward(query, key, value)
+
+    aten = torch.ops.aten
+    return FlopCounterMode(display=False, custom_mapping={
+        aten._scaled_dot_product_flash_attention_for_cpu: forward,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward: backward})

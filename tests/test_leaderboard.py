@@ -23,6 +23,8 @@ REFERENCE = Path(__file__).resolve().parents[1] / "submissions"
 def reference_count() -> int:
     """How many reference submissions the repository holds (each method adds one)."""
     return sum(1 for p in (REFERENCE / "mini" / "tiny").iterdir() if (p / "submission.json").is_file())
+
+
 NUMBER = re.compile(r"[+-]\d+\.\d|\d+\.\d|\[[+-]\d+\.\d, [+-]\d+\.\d\]|\d+|")
 
 

@@ -1,5 +1,6 @@
-"""Methods that train the student several times (warm's members, s2s's rounds) and the early-stopping
-rule of the training loop, each against what it must compute, on the tiny 2-layer student."""
+"""Methods that train the student several times (warm's members, s2s's rounds), the early-stopping
+rule and the learning-rate schedule of the training loop, each against what it must compute, on the
+tiny 2-layer student."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +14,7 @@ from bench.errors import BenchError
 from bench.models import load_reward_model, score
 from bench.specs import EarlyStopping, canonical_json, stable_hash
 from bench.train import (TrainExample, TrainingLoop, apply_freezing, epoch_batches, holdout_split, load_trainable_state,
-                         train_reward_model, trainable_state, validation_metrics)
+                         lr_schedule, train_reward_model, trainable_state, validation_metrics)
 from methods import make_method
 from methods.naive import Naive
 
@@ -294,3 +295,17 @@ def test_early_stopping_from_the_command_line_to_the_result_and_the_board(regist
 
     card = model_pair_card(cell.models["name"], {cell.models["name"]: models.early_stopped(EarlyStopping(every=2))})
     assert "early-stopped: the best checkpoint on 0.1 of the training pairs held out, checked every 2 steps by loss" in card
+
+
+# --- the learning-rate schedule ------------------------------------------------------------------
+def test_lr_schedule_warms_up_from_its_first_step_then_decays_to_zero():
+    """25 steps, warm-up ratio 0.1: round(2.5) = 2 warm-up steps at lr/2 and lr, then (25 - s) / 23.
+    transformers' schedule would run its first step at lr 0 (bench_trl.py's trl-ours uses this one)."""
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    schedule, seen = lr_schedule(optimizer, total=25, warmup_ratio=0.1), []
+    for _ in range(25):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert seen[:3] == [0.5, 1.0, 1.0] and seen[3] == pytest.approx(22 / 23) and seen[-1] == pytest.approx(1 / 23)
+    assert sum(seen) == pytest.approx(0.5 + 1 + 276 / 23)
