@@ -96,6 +96,13 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
     model = load_reward_model(spec, seed=seed)
     apply_freezing(model, dataclasses.replace(_cfg(batch_size), freeze_word_embeddings=True))
     tokenizer = load_tokenizer(spec)
+    if spec.architecture == "decoder":
+        # TRL sets the model's pad id from the tokenizer's pad token (SmolLM2's is <|im_end|>, which ends
+        # every templated sequence). Give the tokenizer our pad instead, the id no sequence holds
+        # (bench.formatting.dedicated_pad_id); else TRL reads padded rows' rewards at their padding.
+        tokenizer.add_special_tokens({"pad_token": "<|shiftbench_pad|>"})
+        if tokenizer.pad_token_id != model.config.pad_token_id:
+            raise SystemExit(f"pad ids differ: tokenizer {tokenizer.pad_token_id}, model {model.config.pad_token_id}")
     # padded with the model's own pad id: a decoder reads its last token that is not that id
     collator = (WithSegments if spec.architecture == "encoder" else DataCollatorForPreference)(
         pad_token_id=model.config.pad_token_id)
