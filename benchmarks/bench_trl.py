@@ -71,7 +71,7 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
     from trl.trainer.utils import pad
 
     from bench.models import load_reward_model, load_tokenizer
-    from bench.train import apply_freezing, lr_schedule
+    from bench.train import adamw, apply_freezing, lr_schedule
 
     @dataclass
     class WithSegments(DataCollatorForPreference):
@@ -118,9 +118,7 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
                             else "group_by_length" if grouped else "random")
         optimizers = (None, None)
         if order is not None:
-            fused = {"fused": True} if torch.cuda.is_available() else {"foreach": True}   # as bench/train.py's
-            optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=LR, weight_decay=0.0,
-                                          **fused)
+            optimizer = adamw([p for p in model.parameters() if p.requires_grad], LR, 0.0, next(model.parameters()).device)
             optimizers = (optimizer, lr_schedule(optimizer, math.ceil(len(examples) / batch_size), WARMUP))
         trainer = RewardTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
                                 data_collator=collator, optimizers=optimizers)
