@@ -64,6 +64,8 @@ def decision_table(board: Board, baseline: str = BASELINE, category: str | None 
                         "decided": ("better" if delta.estimate > 0 else "worse") if decided else "no"})
         rows.append(row)
     table = pd.DataFrame(rows).sort_values("NTS", ascending=False, kind="stable").reset_index(drop=True)
+    if "rank" in table:   # an integer, though the unranked ceiling leaves a gap
+        table["rank"] = table["rank"].astype("Int64")
     return table.astype(object).where(table.notna(), "")   # the baseline has no Δ against itself
 
 

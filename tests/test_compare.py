@@ -24,6 +24,13 @@ def test_decision_table_calls_only_t_decided_differences():
     assert table.loc["naive", "rank"] == 1 + (ranked["NTS"] > table.loc["naive", "NTS"]).sum()   # the ceiling, above, is not ranked
 
 
+def test_report_prints_ranks_as_integers(capsys):
+    assert main(["report", "--out", str(SUBMISSIONS)]) == 0
+    decisions = capsys.readouterr().out.split("excludes 0 (docs/statistics.md)\n", 1)[1].splitlines()
+    naive = next(line.split() for line in decisions if line.split()[0] == "naive")
+    assert naive[4].isdigit()   # method, NTS, its interval (two tokens), then the rank: "2", not "+2.00"
+
+
 def test_compare_prints_paired_deltas_per_category(capsys):
     assert main(["compare", "anchor_lam=0.1_layers=last", "naive", "--out", str(SUBMISSIONS), "--by", "category"]) == 0
     out = capsys.readouterr().out
