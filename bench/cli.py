@@ -69,7 +69,8 @@ def parse_grid(text: str) -> tuple[str, list[str]]:
 def add_cell_arguments(parser: argparse.ArgumentParser, out: str = "results", what: str = "results folder") -> None:
     """Which cells (protocol, model pair, sources, seeds), where they are written and read from: what
     `bench run`, `bench sweep`, `bench labels` and `bench evaluate` share."""
-    parser.add_argument("--protocol", default="mini", help="protocol name (default: mini)")
+    parser.add_argument("--protocol", default="mini", help="protocol name (default: mini), or a capped one's as "
+                        "--cap-train/--cap-test/--cap-length name it (mini+cap-train800-test200)")
     parser.add_argument("--models", default="tiny", help="model pair name (default: tiny)")
     parser.add_argument("--source", nargs="+", metavar="NAME",
                         help="sources to run (default: every dataset of the protocol)")
@@ -267,7 +268,7 @@ def cell_settings(args: argparse.Namespace, method: str):
     import dataclasses
 
     from bench.errors import BenchError
-    from bench.protocols import PROTOCOLS, model_pair_from_cli
+    from bench.protocols import PROTOCOLS, model_pair_from_cli, protocol_named
     from bench.settings import RunSettings, default_cache_dir
 
     for flag, value in (("--cap-train", args.cap_train), ("--cap-test", args.cap_test)):
@@ -278,7 +279,12 @@ def cell_settings(args: argparse.Namespace, method: str):
                          "alone takes dozens)")
     if args.data_dir is not None and not args.data_dir.is_dir():
         raise BenchError(f"--data-dir {args.data_dir}: no such folder; its layout is in bench/datasets/loading.py")
-    protocol = PROTOCOLS.get(args.protocol).capped(args.cap_train, args.cap_test, args.cap_length)
+    protocol = protocol_named(args.protocol)
+    caps = (args.cap_train, args.cap_test, args.cap_length)
+    if protocol.name not in PROTOCOLS and any(cap is not None for cap in caps):
+        raise BenchError(f"--protocol {args.protocol} is capped already: give the caps on the protocol it caps "
+                         f"({args.protocol.split('+')[0]}) instead")
+    protocol = protocol.capped(*caps)
     if not args.seeds and len(protocol.seeds) > 1:
         print(f"[bench] seed {protocol.seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
               f"pass --seeds {' '.join(map(str, protocol.seeds))} for all of them", file=sys.stderr)
@@ -433,9 +439,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_card(args: argparse.Namespace) -> int:
     from bench.card import protocol_card
-    from bench.protocols import PROTOCOLS
+    from bench.protocols import protocol_named
 
-    print(protocol_card(PROTOCOLS.get(args.protocol)), end="")
+    print(protocol_card(protocol_named(args.protocol)), end="")
     return 0
 
 

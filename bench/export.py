@@ -190,7 +190,7 @@ def export_submission(folder: Path, dest: Path, force: bool = False, protocols: 
     import pandas as pd
 
     from bench.hubcard import hub_license
-    from bench.protocols import DATASETS, PROTOCOLS
+    from bench.protocols import DATASETS, protocol_named
     from bench.submissions import validate_submission
 
     folder, dest = Path(folder), Path(dest)
@@ -200,7 +200,7 @@ def export_submission(folder: Path, dest: Path, force: bool = False, protocols: 
                          + "\n  ".join(map(str, v.errors[:10])) + "\nFix: bench validate it and fix what it reports")
     if dest.exists() and not force:
         raise BenchError(f"{dest} exists; pass --force to replace it, or give another folder")
-    protocol = (protocols or {}).get(v.submission["protocol"]["name"]) or PROTOCOLS.get(v.submission["protocol"]["name"])
+    protocol = (protocols or {}).get(v.submission["protocol"]["name"]) or protocol_named(v.submission["protocol"]["name"])
     scores, cells, summary = _tables(v)
     license = hub_license(DATASETS.get(name).license for name in protocol.datasets)
     with staged_folder(dest) as staging:

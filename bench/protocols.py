@@ -5,8 +5,9 @@ Specs are data: changing one changes its hash, and with it the hash recorded in 
 from __future__ import annotations
 
 import dataclasses
+import re
 
-from bench.errors import BenchError
+from bench.errors import BenchError, UnknownNameError
 from bench.formatting import READOUTS
 from bench.registry import Registry
 from bench.specs import (DatasetSpec, ModelPairSpec, ModelSpec, ProtocolSpec, TrainConfig, frozen_map,
@@ -20,6 +21,24 @@ MODEL_PAIRS: Registry[ModelPairSpec] = Registry("model pair")
 def protocol_hash(protocol: ProtocolSpec) -> str:
     """A stable hash of the protocol and of every dataset spec it uses."""
     return stable_hash({"protocol": protocol, "datasets": {n: DATASETS.get(n) for n in protocol.datasets}})
+
+
+_CAPPED_NAME = re.compile(r"(?P<base>.+?)\+cap-train(?P<train>\d+)-test(?P<test>\d+)(?:-len(?P<length>\d+))?")
+
+
+def protocol_named(name: str) -> ProtocolSpec:
+    """A registered protocol, or one capped from it by the name ``ProtocolSpec.capped`` gives
+    (``mini+cap-train800-test200``): a capped run's results validate, submit and rank as that protocol
+    of their own, apart from the full one. An unknown name raises the registry's did-you-mean error."""
+    found = _CAPPED_NAME.fullmatch(name)
+    if name in PROTOCOLS or not found or found["base"] not in PROTOCOLS:
+        return PROTOCOLS.get(name)
+    length = int(found["length"]) if found["length"] else None
+    capped = PROTOCOLS.get(found["base"]).capped(int(found["train"]), int(found["test"]), length)
+    if capped.name != name:   # caps at or above the protocol's sizes, or written another way
+        raise UnknownNameError(f"unknown protocol {name!r}: those caps on {found['base']!r} name it {capped.name!r} "
+                               f"(bench run --cap-train/--cap-test/--cap-length name capped protocols)")
+    return capped
 
 
 # --- the offline mini suite (bench/suites/mini) ---------------------------------------------------

@@ -249,7 +249,8 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
             with gr.Tab("Protocol", id="protocol"):
                 with gr.Row(equal_height=False):
                     with gr.Column():
-                        protocol_names = names("PROTOCOLS", protocols)
+                        protocol_names = sorted({*names("PROTOCOLS", protocols), *(   # with capped ones submitted
+                            v.submission["protocol"]["name"] for v in board().entries if v.ok)})
                         card_protocol = gr.Dropdown(protocol_names, label="protocol",
                                                     value="mini" if "mini" in protocol_names else protocol_names[0])
                         card = gr.Markdown(core.protocol_card(card_protocol.value, protocols), elem_id="protocol-card")

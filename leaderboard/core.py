@@ -669,9 +669,9 @@ def protocol_card(name: str, protocols: Mapping | None = None) -> str:
     """The protocol's card (``bench card``: the one card, generated from the registry) and what the
     board's numbers mean, as markdown."""
     from bench.card import GENERATED_NOTE, protocol_card as card
-    from bench.protocols import PROTOCOLS
+    from bench.protocols import protocol_named
 
-    spec = (protocols or {}).get(name) or PROTOCOLS.get(name)
+    spec = (protocols or {}).get(name) or protocol_named(name)
     return card(spec).replace(f"{GENERATED_NOTE}\n\n", "") + "\n## What the board's numbers mean\n\n" + DEFINITIONS + "\n"
 
 

@@ -3,6 +3,7 @@ kind of damage or hostile input is refused with the file, the field and the fix 
 import gzip
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -370,3 +371,37 @@ def test_a_changed_interval_is_refused(runs, naive):
     edit_json(naive / SUBMISSION_FILE, lambda m: m["intervals"]["metrics"].update(nts=[low - 1.0, high]))
     found = errors(check(runs, naive))
     assert "submission.json: intervals.metrics.nts: is" in found and "but the per-pair scores give" in found
+
+
+def test_a_capped_protocol_submits_as_its_own(registered_small, tmp_path, capsys):
+    """A capped run (--cap-train/--cap-test) is its own protocol by name: it submits and validates as that
+    one, --protocol takes the name, and caps that do not make that name are refused."""
+    from bench.cli import main
+    from bench.errors import UnknownNameError
+    from bench.protocols import PROTOCOLS, protocol_hash, protocol_named
+    from leaderboard import core
+
+    protocol, models = registered_small
+    capped = f"{protocol.name}+cap-train40-test20"
+    run = ["run", "--method", "length", "--models", models.name, "--out", str(tmp_path / "results"),
+           "--cache-dir", str(tmp_path / "cache")]
+    assert main([*run, "--protocol", protocol.name, "--cap-train", "40", "--cap-test", "20"]) == 0
+    assert main(["submit", str(tmp_path / "results"), "--out", str(tmp_path / "subs"), "--submitter", "cli"]) == 0
+    folder = tmp_path / "subs" / capped / models.name / "length"
+    assert json.loads((folder / SUBMISSION_FILE).read_text())["protocol"]["name"] == capped
+    assert validate_submission(folder).ok   # the registries alone resolve the capped name
+    assert set(core.ranking(core.load_board(tmp_path / "subs"))["protocol"]) == {capped}
+    assert "[capped: train pool 40, test 20]" in core.protocol_card(capped)
+    assert main([*run, "--protocol", capped, "--source", "recipes"]) == 0   # the same cell, found done
+    capsys.readouterr()
+    assert main([*run, "--protocol", capped, "--cap-train", "30"]) == 2
+    assert "is capped already: give the caps on the protocol it caps (mini-cli)" in capsys.readouterr().err
+    full = PROTOCOLS.get("mini")
+    assert protocol_hash(protocol_named("mini+cap-train800-test200")) == protocol_hash(full.capped(800, 200))
+    assert protocol_named("mini+cap-train800-test200-len32").max_length == 32
+    for name, said in ((f"mini+cap-train{10**6}-test200", "name it 'mini+cap-train1600-test200'"),
+                       ("mini+cap-train08-test200", "name it 'mini+cap-train8-test200'")):
+        with pytest.raises(UnknownNameError, match=re.escape(said)):
+            protocol_named(name)
+    edit_json(folder / SUBMISSION_FILE, lambda m: m["protocol"].update(name=f"{protocol.name}+cap-train41-test20"))
+    assert "protocol.hash: foreign protocol hash" in errors(validate_submission(folder))

@@ -16,6 +16,7 @@ from typing import Any, Iterator, Mapping
 
 from pydantic import BaseModel, ValidationError
 
+from bench.errors import UnknownNameError
 from bench.io import sha256_file
 from bench.results import (EXTERNAL_NOTE, RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE, CellResult,
                            params_slug, recompute)
@@ -150,13 +151,15 @@ def _resolve(name: str, override: Mapping | None, registry) -> Any:
 
 
 def _check_protocol(v: Validation, meta: dict, protocols: Mapping[str, ProtocolSpec] | None) -> ProtocolSpec:
-    from bench.protocols import PROTOCOLS, protocol_hash
+    from bench.protocols import PROTOCOLS, protocol_hash, protocol_named
 
     ref = meta["protocol"]
-    protocol = _resolve(ref["name"], protocols, PROTOCOLS)
-    if protocol is None:
+    try:
+        protocol = (protocols or {}).get(ref["name"]) or protocol_named(ref["name"])
+    except UnknownNameError:
         v.error(SUBMISSION_FILE, "protocol.name", f"protocol {ref['name']!r} is not registered "
-                f"(registered: {', '.join(PROTOCOLS.names())})", "submit results of a registered protocol")
+                f"(registered: {', '.join(PROTOCOLS.names())}, or one of them capped by bench run --cap-train/"
+                "--cap-test/--cap-length)", "submit results of a registered protocol")
         raise _Stop
     if ref["version"] != protocol.version:
         v.error(SUBMISSION_FILE, "protocol.version", f"is {ref['version']!r}; {protocol.name} is at "

@@ -133,7 +133,7 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
     """One submission per method x params x model pair x protocol found in the results ``paths``,
     written to ``out/<protocol>/<models>/<slug>/`` and validated; all or nothing. ``command`` (the
     ``bench submit`` line) and the cells' commands are stored through ``public_command``."""
-    from bench.protocols import PROTOCOLS
+    from bench.protocols import protocol_named
 
     what = unsafe_text(submitter)   # the same rule as validation's, said before anything is packed
     if what or not submitter.strip() or len(submitter) > MAX_TEXT_CHARS:
@@ -141,7 +141,7 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
                          f"give a plain name: {UNSAFE_TEXT_HELP}, at most {MAX_TEXT_CHARS} characters")
     plans, problems = [], []
     for (protocol_name, models, slug), cells in sorted(_group_cells(paths).items()):
-        protocol = (protocols or {}).get(protocol_name) or PROTOCOLS.get(protocol_name)
+        protocol = (protocols or {}).get(protocol_name) or protocol_named(protocol_name)
         chosen, group_problems = _plan(cells, protocol)
         problems += [f"{protocol_name}/{models}/{slug}: {p}" for p in group_problems]
         destination = Path(out) / protocol_name / models / slug
