@@ -15,7 +15,6 @@ def parse_param(text: str) -> tuple[str, str]:
 
 
 SEED_LIMIT = 2**31
-MIN_CAP_LENGTH = 32   # --cap-length below this leaves no room for a response after a chat template
 
 
 def parse_seed(text: str) -> int:
@@ -271,20 +270,14 @@ def cell_settings(args: argparse.Namespace, method: str):
     from bench.protocols import PROTOCOLS, model_pair_from_cli, protocol_named
     from bench.settings import RunSettings, default_cache_dir
 
-    for flag, value in (("--cap-train", args.cap_train), ("--cap-test", args.cap_test)):
-        if value is not None and value < 2:
-            raise BenchError(f"{flag} {value}: give at least 2 pairs (each half needs one)")
-    if args.cap_length is not None and args.cap_length < MIN_CAP_LENGTH:
-        raise BenchError(f"--cap-length {args.cap_length}: give at least {MIN_CAP_LENGTH} tokens (a chat template "
-                         "alone takes dozens)")
     if args.data_dir is not None and not args.data_dir.is_dir():
         raise BenchError(f"--data-dir {args.data_dir}: no such folder; its layout is in bench/datasets/loading.py")
     protocol = protocol_named(args.protocol)
     caps = (args.cap_train, args.cap_test, args.cap_length)
     if protocol.name not in PROTOCOLS and any(cap is not None for cap in caps):
         raise BenchError(f"--protocol {args.protocol} is capped already: give the caps on the protocol it caps "
-                         f"({args.protocol.split('+')[0]}) instead")
-    protocol = protocol.capped(*caps)
+                         f"({args.protocol[:args.protocol.rindex('+cap-')]}) instead")
+    protocol = protocol.capped(*caps)   # refuses caps below the minimums (bench.specs.MIN_CAP_PAIRS, MIN_CAP_LENGTH)
     if not args.seeds and len(protocol.seeds) > 1:
         print(f"[bench] seed {protocol.seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
               f"pass --seeds {' '.join(map(str, protocol.seeds))} for all of them", file=sys.stderr)

@@ -200,7 +200,7 @@ def export_submission(folder: Path, dest: Path, force: bool = False, protocols: 
                          + "\n  ".join(map(str, v.errors[:10])) + "\nFix: bench validate it and fix what it reports")
     if dest.exists() and not force:
         raise BenchError(f"{dest} exists; pass --force to replace it, or give another folder")
-    protocol = (protocols or {}).get(v.submission["protocol"]["name"]) or protocol_named(v.submission["protocol"]["name"])
+    protocol = protocol_named(v.submission["protocol"]["name"], protocols)
     scores, cells, summary = _tables(v)
     license = hub_license(DATASETS.get(name).license for name in protocol.datasets)
     with staged_folder(dest) as staging:

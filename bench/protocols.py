@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Mapping
 
 from bench.errors import BenchError, UnknownNameError
 from bench.formatting import READOUTS
@@ -23,18 +24,29 @@ def protocol_hash(protocol: ProtocolSpec) -> str:
     return stable_hash({"protocol": protocol, "datasets": {n: DATASETS.get(n) for n in protocol.datasets}})
 
 
-_CAPPED_NAME = re.compile(r"(?P<base>.+?)\+cap-train(?P<train>\d+)-test(?P<test>\d+)(?:-len(?P<length>\d+))?")
+_CAPPED_NAME = re.compile(r"(?P<base>.+?)\+cap-train(?P<train>[0-9]{1,9})-test(?P<test>[0-9]{1,9})(?:-len(?P<length>[0-9]{1,9}))?")
 
 
-def protocol_named(name: str) -> ProtocolSpec:
-    """A registered protocol, or one capped from it by the name ``ProtocolSpec.capped`` gives
-    (``mini+cap-train800-test200``): a capped run's results validate, submit and rank as that protocol
-    of their own, apart from the full one. An unknown name raises the registry's did-you-mean error."""
+def protocol_named(name: str, extra: Mapping[str, ProtocolSpec] | None = None) -> ProtocolSpec:
+    """A registered protocol (or one of ``extra``'s, which come first), or one capped from it by the name
+    ``ProtocolSpec.capped`` gives (``mini+cap-train800-test200``): a capped run's results validate, submit
+    and rank as that protocol of their own, apart from the full one. Any other name raises
+    ``UnknownNameError`` saying what is wrong with it (a did-you-mean on the protocol it caps)."""
+    extra = extra or {}
     found = _CAPPED_NAME.fullmatch(name)
-    if name in PROTOCOLS or not found or found["base"] not in PROTOCOLS:
+    if name in extra:
+        return extra[name]
+    if name in PROTOCOLS or found is None:
         return PROTOCOLS.get(name)
+    try:
+        base = extra.get(found["base"]) or PROTOCOLS.get(found["base"])
+    except UnknownNameError as error:
+        raise UnknownNameError(f"protocol {name!r} caps an {error}") from None
     length = int(found["length"]) if found["length"] else None
-    capped = PROTOCOLS.get(found["base"]).capped(int(found["train"]), int(found["test"]), length)
+    try:
+        capped = base.capped(int(found["train"]), int(found["test"]), length)
+    except BenchError as error:   # below the minimum caps
+        raise UnknownNameError(f"protocol {name!r} is capped too far: {error}") from None
     if capped.name != name:   # caps at or above the protocol's sizes, or written another way
         raise UnknownNameError(f"unknown protocol {name!r}: those caps on {found['base']!r} name it {capped.name!r} "
                                f"(bench run --cap-train/--cap-test/--cap-length name capped protocols)")

@@ -74,6 +74,10 @@ class DatasetSpec:
         return dict(self.options)
 
 
+MIN_CAP_PAIRS = 2     # a capped train pool or test split: each half of a split needs a pair
+MIN_CAP_LENGTH = 32   # a capped sequence length: fewer tokens leave no room for a response after a chat template
+
+
 @dataclass(frozen=True)
 class ProtocolSpec:
     """A zero-shot preference-shift protocol: every dataset is a source; its category siblings are its targets."""
@@ -106,6 +110,14 @@ class ProtocolSpec:
         """This protocol with smaller train pools and test splits, or shorter sequences (``length`` tokens
         at most), for a machine that cannot run it whole. It is a different protocol: its name says so
         and its hash differs, so its results are never mistaken for (or submitted as) the full protocol's."""
+        from bench.errors import BenchError
+
+        for flag, value, least, unit in (("--cap-train", train, MIN_CAP_PAIRS, "pairs (each half needs one)"),
+                                         ("--cap-test", test, MIN_CAP_PAIRS, "pairs"),
+                                         ("--cap-length", length, MIN_CAP_LENGTH, "tokens (a chat template alone "
+                                                                                  "takes dozens)")):
+            if value is not None and value < least:
+                raise BenchError(f"{flag} {value}: give at least {least} {unit}")
         train_size = min(self.train_pool_size, train) if train else self.train_pool_size
         test_size = min(self.test_size, test) if test else self.test_size
         max_length = min(self.max_length, length) if length else self.max_length

@@ -671,7 +671,7 @@ def protocol_card(name: str, protocols: Mapping | None = None) -> str:
     from bench.card import GENERATED_NOTE, protocol_card as card
     from bench.protocols import protocol_named
 
-    spec = (protocols or {}).get(name) or protocol_named(name)
+    spec = protocol_named(name, protocols)
     return card(spec).replace(f"{GENERATED_NOTE}\n\n", "") + "\n## What the board's numbers mean\n\n" + DEFINITIONS + "\n"
 
 

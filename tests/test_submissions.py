@@ -1,5 +1,6 @@
 """bench submit and bench validate on real (small) runs: a submission validates as written, and each
 kind of damage or hostile input is refused with the file, the field and the fix named."""
+import dataclasses
 import gzip
 import json
 import os
@@ -400,8 +401,16 @@ def test_a_capped_protocol_submits_as_its_own(registered_small, tmp_path, capsys
     assert protocol_hash(protocol_named("mini+cap-train800-test200")) == protocol_hash(full.capped(800, 200))
     assert protocol_named("mini+cap-train800-test200-len32").max_length == 32
     for name, said in ((f"mini+cap-train{10**6}-test200", "name it 'mini+cap-train1600-test200'"),
-                       ("mini+cap-train08-test200", "name it 'mini+cap-train8-test200'")):
+                       ("mini+cap-train08-test200", "name it 'mini+cap-train8-test200'"),
+                       ("mini+cap-train1-test200", "capped too far: --cap-train 1: give at least 2 pairs"),
+                       ("mini+cap-train800-test200-len8", "--cap-length 8: give at least 32 tokens"),
+                       ("mnii+cap-train800-test200", "caps an unknown protocol 'mnii'. Did you mean 'mini'?"),
+                       (f"mini+cap-train{'9' * 5000}-test2", "unknown protocol")):
         with pytest.raises(UnknownNameError, match=re.escape(said)):
             protocol_named(name)
+    other = dataclasses.replace(protocol, name="mini-other")   # a protocol given beside the registry's (tests)
+    assert protocol_named("mini-other+cap-train40-test20", {"mini-other": other}).test_size == 20
     edit_json(folder / SUBMISSION_FILE, lambda m: m["protocol"].update(name=f"{protocol.name}+cap-train41-test20"))
     assert "protocol.hash: foreign protocol hash" in errors(validate_submission(folder))
+    edit_json(folder / SUBMISSION_FILE, lambda m: m["protocol"].update(name=f"{protocol.name}+cap-train040-test20"))
+    assert f"caps on '{protocol.name}' name it '{capped}'" in errors(validate_submission(folder))

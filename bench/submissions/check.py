@@ -151,15 +151,15 @@ def _resolve(name: str, override: Mapping | None, registry) -> Any:
 
 
 def _check_protocol(v: Validation, meta: dict, protocols: Mapping[str, ProtocolSpec] | None) -> ProtocolSpec:
-    from bench.protocols import PROTOCOLS, protocol_hash, protocol_named
+    from bench.protocols import protocol_hash, protocol_named
 
     ref = meta["protocol"]
     try:
-        protocol = (protocols or {}).get(ref["name"]) or protocol_named(ref["name"])
-    except UnknownNameError:
-        v.error(SUBMISSION_FILE, "protocol.name", f"protocol {ref['name']!r} is not registered "
-                f"(registered: {', '.join(PROTOCOLS.names())}, or one of them capped by bench run --cap-train/"
-                "--cap-test/--cap-length)", "submit results of a registered protocol")
+        protocol = protocol_named(ref["name"], protocols)
+    except UnknownNameError as error:
+        v.error(SUBMISSION_FILE, "protocol.name", f"protocol {ref['name']!r} is not registered here: {str(error)[:400]}",
+                "submit results of a registered protocol, or of one capped by bench run --cap-train/--cap-test/"
+                "--cap-length")
         raise _Stop
     if ref["version"] != protocol.version:
         v.error(SUBMISSION_FILE, "protocol.version", f"is {ref['version']!r}; {protocol.name} is at "

@@ -141,7 +141,7 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
                          f"give a plain name: {UNSAFE_TEXT_HELP}, at most {MAX_TEXT_CHARS} characters")
     plans, problems = [], []
     for (protocol_name, models, slug), cells in sorted(_group_cells(paths).items()):
-        protocol = (protocols or {}).get(protocol_name) or protocol_named(protocol_name)
+        protocol = protocol_named(protocol_name, protocols)
         chosen, group_problems = _plan(cells, protocol)
         problems += [f"{protocol_name}/{models}/{slug}: {p}" for p in group_problems]
         destination = Path(out) / protocol_name / models / slug
