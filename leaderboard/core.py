@@ -308,24 +308,24 @@ BOARD_COLUMNS = [   # in the order they are shown; the compact default ones have
            "every source S → target T cell and seed. The ranking's key", True, True),
     Column("NTS 95% CI", "NTS's " + _CI, True, True),
     Column("NTS ±", "NTS spread: " + _SPREAD, True, False),
-    Column("rank 95%", "Range of the method's rank over the bootstrap replicates (the ceiling is not ranked)", False, False),
-    Column("Δ NTS vs naive", "NTS − naive's NTS, paired: same seeds, teacher and test pairs", True, False),
+    Column("rank 95%", "Range of the method's rank over the bootstrap replicates (the ceiling is not ranked)", False, True),
+    Column("Δ NTS vs naive", "NTS − naive's NTS, paired: same seeds, teacher and test pairs", True, True),
     Column("Δ 95% CI", "Bootstrap 95% interval of Δ NTS vs naive", True, False),
-    Column("Δ t 95% (seeds)", "t 95% interval over the per-seed differences of Δ NTS vs naive", True, False),
+    Column("Δ t 95% (seeds)", "t 95% interval over the per-seed differences of Δ NTS vs naive", True, True),
     Column("decided", "'better' or 'worse' than naive when the t-interval over seeds excludes 0, else 'no' (with three "
-           "seeds the bootstrap alone is too optimistic: docs/statistics.md)", False, False),
+           "seeds the bootstrap alone is too optimistic: docs/statistics.md)", False, True),
     Column("AOG", "Gain out of distribution, points: Acc_student(T) − Acc_teacher(T) on a sibling target T, mean "
            "over cells and seeds", True, True),
-    Column("AOG 95% CI", "AOG's " + _CI, True, True),
+    Column("AOG 95% CI", "AOG's " + _CI, True, False),
     Column("AOG ±", "AOG spread: " + _SPREAD, True, False),
     Column("WRG", "Weak-to-strong gain in distribution, points: Acc_student(S) − Acc_teacher(S) on the source's "
            "own test split, mean over cells and seeds", True, True),
-    Column("WRG 95% CI", "WRG's " + _CI, True, True),
+    Column("WRG 95% CI", "WRG's " + _CI, True, False),
     Column("WRG ±", "WRG spread: " + _SPREAD, True, False),
     Column("PGR ID %", "Performance gap recovered in distribution: WRG / WRG(ceiling), in %. Blank (hover for why) "
-           "when the ceiling's own WRG is not told apart from 0", True, True),
+           "when the ceiling's own WRG is not told apart from 0", True, False),
     Column("PGR OOD %", "Performance gap recovered out of distribution: AOG / AOG(ceiling), in %. Blank (hover for "
-           "why) when the ceiling's own AOG is not told apart from 0", True, True),
+           "why) when the ceiling's own AOG is not told apart from 0", True, False),
     Column("ID acc", "The student's accuracy on its source's test split, % of pairs where r(chosen) > r(rejected) "
            "(a tie counts ½)", True, True),
     Column("OOD acc", "The student's accuracy on the sibling targets' test splits, %", True, True),
@@ -352,13 +352,26 @@ PAPER_URLS = {
     "Fine-Tuning can Distort Pretrained Features and Underperform Out-of-Distribution": "https://arxiv.org/abs/2202.10054",
     "Robust fine-tuning of zero-shot models": "https://arxiv.org/abs/2109.01903",
     "RewardBench": "https://arxiv.org/abs/2403.13787",
+    "Vision Superalignment: Weak-to-Strong Generalization for Vision Foundation Models": "https://arxiv.org/abs/2402.03749",
+    "On the Robustness of Reward Models for Language Model Alignment": "https://arxiv.org/abs/2505.07271",
+    "Generalized Cross Entropy Loss for Training Deep Neural Networks with Noisy Labels": "https://arxiv.org/abs/1805.07836",
+    "Regularizing Hidden States Enables Learning Generalizable Reward Model for LLMs": "https://arxiv.org/abs/2406.10216",
+    "Weak-to-Strong Generalization under Distribution Shifts": "https://arxiv.org/abs/2510.21332",
+    "Improving Weak-to-Strong Generalization with Reliability-Aware Alignment": "https://arxiv.org/abs/2406.19032",
+    "Provably Robust DPO: Aligning Language Models with Noisy Feedback": "https://arxiv.org/abs/2403.00409",
+    "WARM: On the Benefits of Weight Averaged Reward Models": "https://arxiv.org/abs/2401.12187",
 }
+_REPOSITORY = re.compile(r"github\.com/([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*)")
 
 
 def paper_url(paper: str) -> str:
-    """The link of a recorded paper (``Burns et al. 2023, "Weak-to-Strong Generalization" (...)``), or ""."""
+    """The link of a recorded paper (``Burns et al. 2023, "Weak-to-Strong Generalization" (...)``), else of
+    the code it names when it has no title (``EleutherAI w2s (github.com/EleutherAI/w2s, ...)``), or ""."""
     title = re.search(r'"([^"]+)"', paper or "")
-    return PAPER_URLS.get(title.group(1), "") if title else ""
+    if title:
+        return PAPER_URLS.get(title.group(1), "")
+    repository = _REPOSITORY.search(paper or "")
+    return f"https://github.com/{repository.group(1).removesuffix('.')}" if repository else ""
 
 
 @dataclass(frozen=True)

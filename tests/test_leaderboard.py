@@ -167,8 +167,8 @@ def test_an_invalid_submission_is_shown_marked_and_unranked(runs, tmp_path):
 def test_the_board_shows_one_number_format_with_references_pinned(reference):
     view = core.shown(core.ranking(reference), board=reference)
     assert [c.name for c in view.columns] == core.DEFAULT_COLUMNS
-    assert core.DEFAULT_COLUMNS == ["rank", "method", "params", "NTS", "NTS 95% CI", "AOG", "AOG 95% CI", "WRG",
-                                    "WRG 95% CI", "PGR ID %", "PGR OOD %", "ID acc", "OOD acc"]
+    assert core.DEFAULT_COLUMNS == ["rank", "method", "params", "NTS", "NTS 95% CI", "rank 95%", "Δ NTS vs naive",
+                                    "Δ t 95% (seeds)", "decided", "AOG", "WRG", "ID acc", "OOD acc"]
     [group] = view.groups
     assert [r.role for r in group.references] == ["ceiling", "teacher"]   # pinned above the ranked rows
     assert [r.cells[0].text for r in group.ranked] == [str(i) for i in range(1, reference_count())]  # all but the ceiling
@@ -176,10 +176,13 @@ def test_the_board_shows_one_number_format_with_references_pinned(reference):
     assert numbers and all(NUMBER.fullmatch(text) for text in numbers), [t for t in numbers if not NUMBER.fullmatch(t)]
     assert "-0.0" not in " ".join(numbers)
     naive = next(r for r in group.ranked if r.cells[1].text == "naive")
-    assert [c.text for c in naive.cells[3:9]] == ["+2.1", "[-0.9, +4.4]", "+2.4", "[-0.2, +4.7]", "+6.9", "[+4.1, +9.7]"]
+    assert [c.text for c in naive.cells[3:5]] + [c.text for c in naive.cells[9:11]] == ["+2.1", "[-0.9, +4.4]", "+2.4", "+6.9"]
+    assert [c.text for c in naive.cells[6:9]] == ["", "", ""]   # no Δ against itself
+    worse = next(r for r in group.ranked if r.cells[1].text == "anchor" and "lam=10.0" in r.cells[2].text)
+    assert [c.text for c in worse.cells[6:9]] == ["-6.5", "[-11.8, -1.2]", "worse"]
     assert naive.paper_url == "https://arxiv.org/abs/2312.09390" and naive.code.url == "code/naive.py.txt"
     teacher = group.references[1]
-    assert [c.text for c in teacher.cells[3:6]] == ["+0.0", "", "+0.0"]
+    assert [teacher.cells[i].text for i in (3, 4, 9)] == ["+0.0", "", "+0.0"]   # NTS, its interval, AOG
     chosen = core.shown(core.ranking(reference), ["rank", "method", "NTS ±", "decided"], reference)
     assert [c.name for c in chosen.columns] == ["rank", "method", "NTS ±", "decided"]
     spread = {r.cells[1].text: r.cells[2].text for r in chosen.groups[0].ranked}
@@ -225,6 +228,10 @@ def test_methods_link_to_their_paper_and_code():
     assert core.paper_url('Kumar et al. 2022, "Fine-Tuning can Distort Pretrained Features and Underperform '
                           'Out-of-Distribution"') == "https://arxiv.org/abs/2202.10054"
     assert core.paper_url('"When In-Distribution Gains Fail" (2026)') == ""   # no address known: no link
+    assert core.paper_url("EleutherAI w2s (github.com/EleutherAI/w2s, w2s/loss.py)") == "https://github.com/EleutherAI/w2s"
+    from methods import METHODS   # every built-in method with a source links to it
+    unlinked = {name for name in METHODS.names() if not core.paper_url(METHODS.get(name).paper)}
+    assert unlinked == {"anchor", "anchor-mid", "teacher-ensemble"}   # the 2026 paper has no address yet; one has none
     code = core.method_code("methods.anchor", "0" * 64)
     assert code.path.name == "anchor.py" and "differs" in code.note
     import hashlib
