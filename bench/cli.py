@@ -224,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--port", type=int, default=7860, help="port (default: 7860)")
     board.add_argument("--html", type=Path, metavar="DIR", help="write a static page to DIR instead of serving")
     board.add_argument("--markdown", action="store_true", help="print the ranking as a markdown table instead of serving")
+    board.add_argument("--only", nargs=2, metavar=("PROTOCOL", "MODELS"),
+                       help="with --markdown: one protocol x model pair's ranking (e.g. --only mini tiny)")
     return parser
 
 
@@ -546,7 +548,12 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
             print(f"wrote {write_site(board, args.html)}", file=sys.stderr)
         if args.markdown:
-            print(core.markdown(board))
+            protocol, models = args.only or (None, None)
+            groups = sorted({(v.submission["protocol"]["name"], v.submission["models"]["name"]) for v in board.entries})
+            if args.only and tuple(args.only) not in groups:
+                raise BenchError(f"--only {protocol} {models}: no submission of that protocol and model pair under "
+                                 f"{args.submissions}; there are: {', '.join(' '.join(g) for g in groups) or 'none'}")
+            print(core.markdown(board, protocol=protocol, models=models))
         return 0
     from leaderboard.app import serve
 

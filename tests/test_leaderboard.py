@@ -451,3 +451,7 @@ def test_bench_leaderboard_markdown_and_html(runs, tmp_path, monkeypatch, capsys
     assert (tmp_path / "site" / "index.html").is_file() and list((tmp_path / "cache" / "leaderboard").glob("*.json"))
     assert main(["leaderboard", "--submissions", str(tmp_path / "missing")]) == 2
     assert "no submissions folder" in capsys.readouterr().err
+    only = ["leaderboard", "--submissions", str(runs.submissions), "--markdown", "--only", "mini-test"]
+    assert main([*only, "tiny-test"]) == 0 and capsys.readouterr().out == out   # the only pair there: the same table
+    assert main([*only, "smol"]) == 2
+    assert "--only mini-test smol: no submission of that protocol and model pair" in capsys.readouterr().err
