@@ -541,6 +541,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     if not args.submissions.is_dir():
         raise BenchError(f"no submissions folder at {args.submissions}; pass --submissions DIR (run from the "
                          "repository root for the reference submissions)")
+    if args.only and not args.markdown:
+        raise BenchError("--only chooses the rows of --markdown; the page and the app show every protocol and "
+                         "model pair, with filters")
     if args.markdown or args.html:
         board = core.load_board(args.submissions)
         if args.html:

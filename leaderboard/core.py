@@ -361,17 +361,19 @@ PAPER_URLS = {
     "Provably Robust DPO: Aligning Language Models with Noisy Feedback": "https://arxiv.org/abs/2403.00409",
     "WARM: On the Benefits of Weight Averaged Reward Models": "https://arxiv.org/abs/2401.12187",
 }
-_REPOSITORY = re.compile(r"github\.com/([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*)")
+# Code bases the methods record in place of a paper, and where to read them. The recorded text is the
+# submission's, so only these are linked, never an address it names.
+REPOSITORY_URLS = {"EleutherAI w2s": "https://github.com/EleutherAI/w2s"}
 
 
 def paper_url(paper: str) -> str:
     """The link of a recorded paper (``Burns et al. 2023, "Weak-to-Strong Generalization" (...)``), else of
-    the code it names when it has no title (``EleutherAI w2s (github.com/EleutherAI/w2s, ...)``), or ""."""
+    the code base it starts with when it has no title (``EleutherAI w2s (github.com/EleutherAI/w2s, ...)``),
+    or "": only addresses listed here, whatever the text says."""
     title = re.search(r'"([^"]+)"', paper or "")
     if title:
         return PAPER_URLS.get(title.group(1), "")
-    repository = _REPOSITORY.search(paper or "")
-    return f"https://github.com/{repository.group(1).removesuffix('.')}" if repository else ""
+    return next((url for name, url in REPOSITORY_URLS.items() if (paper or "").startswith(f"{name} (")), "")
 
 
 @dataclass(frozen=True)
@@ -467,6 +469,9 @@ def _cell(name: str, row: pd.Series) -> ShownCell:
         return number(str(int(row[name])), float(row[name]))
     if name == "rank":
         return ShownCell(row["rank"], int(row["rank"]) if row["rank"].isdigit() else "")
+    if name == "rank 95%" and isinstance(row[name], str) and row[name]:   # "3-11": by its low end, then its high
+        low, _, high = str(row[name]).partition("-")
+        return ShownCell(str(row[name]), int(low) + int(high or low) / 1000)
     text = "" if pd.isna(row[name]) else str(row[name])
     return ShownCell(text, text.lower())
 

@@ -178,6 +178,9 @@ def test_the_board_shows_one_number_format_with_references_pinned(reference):
     naive = next(r for r in group.ranked if r.cells[1].text == "naive")
     assert [c.text for c in naive.cells[3:5]] + [c.text for c in naive.cells[9:11]] == ["+2.1", "[-0.9, +4.4]", "+2.4", "+6.9"]
     assert [c.text for c in naive.cells[6:9]] == ["", "", ""]   # no Δ against itself
+    low_high = sorted(group.ranked, key=lambda r: r.cells[5].sort)   # rank 95% sorts as numbers: 2-9 before 10-16
+    assert [tuple(map(int, r.cells[5].text.split("-") * 2))[:2] for r in low_high] == \
+        sorted(tuple(map(int, r.cells[5].text.split("-") * 2))[:2] for r in group.ranked)
     worse = next(r for r in group.ranked if r.cells[1].text == "anchor" and "lam=10.0" in r.cells[2].text)
     assert [c.text for c in worse.cells[6:9]] == ["-6.5", "[-11.8, -1.2]", "worse"]
     assert naive.paper_url == "https://arxiv.org/abs/2312.09390" and naive.code.url == "code/naive.py.txt"
@@ -229,6 +232,7 @@ def test_methods_link_to_their_paper_and_code():
                           'Out-of-Distribution"') == "https://arxiv.org/abs/2202.10054"
     assert core.paper_url('"When In-Distribution Gains Fail" (2026)') == ""   # no address known: no link
     assert core.paper_url("EleutherAI w2s (github.com/EleutherAI/w2s, w2s/loss.py)") == "https://github.com/EleutherAI/w2s"
+    assert core.paper_url("mine (github.com/attacker/payload)") == ""   # an address a submission names: no link
     from methods import METHODS   # every built-in method with a source links to it
     unlinked = {name for name in METHODS.names() if not core.paper_url(METHODS.get(name).paper)}
     assert unlinked == {"anchor", "anchor-mid", "teacher-ensemble"}   # the 2026 paper has no address yet; one has none
@@ -455,3 +459,5 @@ def test_bench_leaderboard_markdown_and_html(runs, tmp_path, monkeypatch, capsys
     assert main([*only, "tiny-test"]) == 0 and capsys.readouterr().out == out   # the only pair there: the same table
     assert main([*only, "smol"]) == 2
     assert "--only mini-test smol: no submission of that protocol and model pair" in capsys.readouterr().err
+    assert main([*only[:3], "--html", str(tmp_path / "site2"), *only[4:], "tiny-test"]) == 2   # --only needs --markdown
+    assert "--only chooses the rows of --markdown" in capsys.readouterr().err and not (tmp_path / "site2").exists()
