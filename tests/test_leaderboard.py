@@ -25,6 +25,12 @@ def reference_count() -> int:
     return sum(1 for p in (REFERENCE / "mini" / "tiny").iterdir() if (p / "submission.json").is_file())
 
 
+def mini_tiny(board, **filters):
+    """The reference board's mini x tiny ranking (the only one these tests read; other protocols or model
+    pairs, e.g. a capped smol run, may sit beside it)."""
+    return core.ranking(board, protocol="mini", models="tiny", **filters)
+
+
 NUMBER = re.compile(r"[+-]\d+\.\d|\d+\.\d|\[[+-]\d+\.\d, [+-]\d+\.\d\]|\d+|")
 
 
@@ -127,10 +133,10 @@ def test_pgr_is_blank_when_the_ceilings_gain_is_noise(ceiling, ci, expected, why
 def test_pgr_on_the_reference_submissions(reference):
     """mini over three seeds: the ceiling's gains are decided over all cells, so PGR is shown; on
     source=travel its AOG is +1.8 ± 4.8 (t-interval [-10.0, +13.6]), so PGR OOD is blank there."""
-    everything = core.ranking(reference).set_index("method")
+    everything = mini_tiny(reference).set_index("method")
     naive, ceiling = everything.loc["naive"], everything.loc["ceiling"]
     assert naive["PGR OOD"] == pytest.approx(naive["AOG"] / ceiling["AOG"]) and ceiling["PGR OOD"] == pytest.approx(1.0)
-    travel = core.ranking(reference, source="travel")
+    travel = mini_tiny(reference, source="travel")
     assert travel["PGR OOD"].isna().all() and "[-10.0, +13.6], includes 0" in travel["PGR OOD note"].iloc[0]
     assert not travel["PGR ID"].isna().all()   # its WRG there (+21.8) is decided: PGR ID stays
 
@@ -165,7 +171,7 @@ def test_an_invalid_submission_is_shown_marked_and_unranked(runs, tmp_path):
 
 # --- the one display format ---------------------------------------------------------------------------------
 def test_the_board_shows_one_number_format_with_references_pinned(reference):
-    view = core.shown(core.ranking(reference), board=reference)
+    view = core.shown(mini_tiny(reference), board=reference)
     assert [c.name for c in view.columns] == core.DEFAULT_COLUMNS
     assert core.DEFAULT_COLUMNS == ["rank", "method", "params", "NTS", "NTS 95% CI", "rank 95%", "Δ NTS vs naive",
                                     "Δ t 95% (seeds)", "decided", "AOG", "WRG", "ID acc", "OOD acc"]
@@ -186,14 +192,14 @@ def test_the_board_shows_one_number_format_with_references_pinned(reference):
     assert naive.paper_url == "https://arxiv.org/abs/2312.09390" and naive.code.url == "code/naive.py.txt"
     teacher = group.references[1]
     assert [teacher.cells[i].text for i in (3, 4, 9)] == ["+0.0", "", "+0.0"]   # NTS, its interval, AOG
-    chosen = core.shown(core.ranking(reference), ["rank", "method", "NTS ±", "decided"], reference)
+    chosen = core.shown(mini_tiny(reference), ["rank", "method", "NTS ±", "decided"], reference)
     assert [c.name for c in chosen.columns] == ["rank", "method", "NTS ±", "decided"]
     spread = {r.cells[1].text: r.cells[2].text for r in chosen.groups[0].ranked}
     assert (spread["naive"], spread["l2-sp"]) == ("2.5", "2.3")
 
 
 def test_blank_pgr_says_why(reference):
-    view = core.shown(core.ranking(reference, source="travel"), ["rank", "method", "PGR OOD %"], reference)
+    view = core.shown(mini_tiny(reference, source="travel"), ["rank", "method", "PGR OOD %"], reference)
     cells = [row.cells[2] for row in view.rows]
     assert all(c.text == "" for c in cells) and all("includes 0" in c.title for c in cells)
 
@@ -219,7 +225,7 @@ def test_students_trained_outside_the_harness_are_marked(board):
 
 
 def test_the_context_line_says_what_was_run(reference):
-    [line] = core.context(reference, core.ranking(reference))
+    [line] = core.context(reference, mini_tiny(reference))
     assert (line.protocol, line.version, line.models, line.seeds, line.cells, line.test_pairs, line.submissions) == \
         ("mini", "1.0", "tiny", 3, 12, "400", reference_count())
     assert line.models_words == ("all-MiniLM-L6-v2 cut to its first layer (weak teacher) → all-MiniLM-L6-v2 "
@@ -262,7 +268,7 @@ def test_matrix_id_vs_ood_and_ablations(board):
 
 
 def test_heatmaps_share_one_colour_scale(reference):
-    keys = list(reference.by_key)
+    keys = [key for key in reference.by_key if key.startswith("mini/tiny/")]
     limit = core.color_limit(reference, keys, "nts")
     assert 10 < limit < 56   # the 95th percentile of |cell NTS|: length's -56 saturates rather than sets it
     fig = figures.heatmaps({k: core.matrix(reference, k) for k in keys}, "nts", limit)
