@@ -230,6 +230,26 @@ def test_markup_inside_a_cell_result_is_refused(runs, naive):
     assert "result.json: environment.platform: text '<svg" in errors(check(runs, naive))
 
 
+def test_a_decoders_chat_template_and_special_tokens_are_not_taken_for_markup(runs, naive):
+    """A decoder's result records its tokenizer's own text ('<|im_start|>'); before this, no decoder
+    submission (smol, qwen, llama) could pass. Everywhere else, and in those fields' keys, '<' is refused."""
+    template = "{{ '<|im_start|>' + message['role'] }}" + " " * limits.MAX_TEXT_CHARS   # longer than other text may be
+    edit_json(first_cell(naive) / "result.json", lambda r: r["formatters"]["strong"].update(
+        chat_template=template, bos_token="<|im_start|>", special_tokens={"eos_token": "</s>"}))
+    reseal(naive)
+    assert errors(check(runs, naive)) == ""
+
+    edit_json(first_cell(naive) / "result.json", lambda r: r["formatters"]["strong"].update(
+        kind="<b>decoder</b>", special_tokens={"<i>": "</s>"}, eos_token="<|im_end|>\u202e",
+        chat_template="x" * (limits.MAX_TEMPLATE_CHARS + 1)))
+    reseal(naive)
+    found = errors(check(runs, naive))
+    assert "result.json: formatters.strong.kind: text '<b>decoder</b>' contains '<' or '>'" in found
+    assert "result.json: formatters.strong.special_tokens.<i>: text '<i>' contains '<' or '>'" in found
+    assert "formatters.strong.eos_token: text '<|im_end|>\\u202e' contains a bidirectional control character" in found
+    assert f"formatters.strong.chat_template: text of {limits.MAX_TEMPLATE_CHARS + 1} characters" in found
+
+
 @pytest.mark.parametrize("field, value", [("slug", "../../etc"), ("method.name", "a/b"), ("slug", "..")])
 def test_names_that_could_be_paths_are_refused(runs, naive, field, value):
     def change(meta):

@@ -35,28 +35,37 @@ def _field(loc: tuple) -> str:
     return ".".join(str(part) for part in loc)
 
 
-def _strings(obj: Any, loc: tuple = ()) -> Iterator[tuple[tuple, str]]:
-    """Every string in a JSON value, keys included, with where it is."""
+def _strings(obj: Any, loc: tuple = ()) -> Iterator[tuple[tuple, str, bool]]:
+    """Every string in a JSON value, keys included, with where it is and whether it is a key."""
     if isinstance(obj, str):
-        yield loc, obj
+        yield loc, obj, False
     elif isinstance(obj, dict):
         for key, value in obj.items():
-            yield (*loc, key), key
+            yield (*loc, key), key, True
             yield from _strings(value, (*loc, key))
     elif isinstance(obj, list):
         for i, value in enumerate(obj):
             yield from _strings(value, (*loc, i))
 
 
+def _tokenizer_text(loc: tuple, is_key: bool) -> bool:
+    """A tokenizer's own text in a result's formatters (limits.TOKENIZER_TEXT_FIELDS)."""
+    if is_key or len(loc) < 3 or loc[0] != "formatters" or loc[2] not in limits.TOKENIZER_TEXT_FIELDS:
+        return False
+    return len(loc) == (4 if loc[2] == "special_tokens" else 3)   # special_tokens: {name: token}
+
+
 def _check_text(v: Validation, file: str, obj: Any) -> None:
-    for loc, text in _strings(obj):
-        what = unsafe_text(text)
+    for loc, text, is_key in _strings(obj):
+        tokenizer_text = _tokenizer_text(loc, is_key)
+        limit = limits.MAX_TEMPLATE_CHARS if tokenizer_text else limits.MAX_TEXT_CHARS
+        what = unsafe_text(text, markup_ok=tokenizer_text)
         if what:
             v.error(file, _field(loc), f"text {text[:60]!r} contains {what}, which could be markup, script or "
                                        "disguised text where it is shown",
                     f"remove it: names, commands and notes are {UNSAFE_TEXT_HELP}")
-        elif len(text) > limits.MAX_TEXT_CHARS:
-            v.error(file, _field(loc), f"text of {len(text)} characters (limit {limits.MAX_TEXT_CHARS})", "shorten it")
+        elif len(text) > limit:
+            v.error(file, _field(loc), f"text of {len(text)} characters (limit {limit})", "shorten it")
 
 
 def _no_constants(name: str) -> float:

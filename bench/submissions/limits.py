@@ -59,14 +59,20 @@ UNSAFE_TEXT_RE = re.compile(
 _UNSAFE_KINDS = {"markup": "'<' or '>' (markup)", "control": "a control character",
                  "bidi": "a bidirectional control character", "invisible": "a zero-width character",
                  "entity": "an HTML character reference", "link": "a script or data link"}
+# A decoder's result records its tokenizer's own text verbatim, for provenance: the chat template
+# and special tokens ('<|im_start|>', '<s>'), markup by nature. Those fields (formatters.<role>.<field>,
+# values only) may hold '<' and '>' and a template may run to TEMPLATE_CHARS (real ones take several
+# thousand); every other rule holds there too. No page or card shows them.
+TOKENIZER_TEXT_FIELDS = frozenset({"chat_template", "bos_token", "eos_token", "tokenizer_pad_token", "special_tokens"})
+MAX_TEMPLATE_CHARS = 64_000
 UNSAFE_TEXT_HELP = ("plain text only: no '<', '>', control, bidirectional or zero-width characters, HTML character "
                     "references (&lt; &#60;) or javascript:/data:/vbscript: links")
 
 
-def unsafe_text(text: str) -> str | None:
+def unsafe_text(text: str, markup_ok: bool = False) -> str | None:
     """What in ``text`` could be markup, script or disguised text where it is shown (e.g. "a zero-width
-    character U+200B"), or None when it is plain text."""
-    found = UNSAFE_TEXT_RE.search(text)
+    character U+200B"), or None when it is plain text (``markup_ok``: '<' and '>' allowed too)."""
+    found = next((f for f in UNSAFE_TEXT_RE.finditer(text) if not (markup_ok and f.lastgroup == "markup")), None)
     if found is None:
         return None
     kind, what = found.lastgroup, found.group()
