@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from bench.io import sha256_file
 from bench.results import read_result
 from bench.submissions import (SUBMISSION_FILE, Validation, cell_folder, extract_upload, limits, public_command,
                                submit, teacher_conflicts, validate_submission, validate_tree)
+from bench.submissions.check import _check_text as check_text
 from small_runs import RUNS, edit_json, first_cell, flip_one_student_pair, reseal, zip_folder
 
 
@@ -241,13 +243,27 @@ def test_a_decoders_chat_template_and_special_tokens_are_not_taken_for_markup(ru
 
     edit_json(first_cell(naive) / "result.json", lambda r: r["formatters"]["strong"].update(
         kind="<b>decoder</b>", special_tokens={"<i>": "</s>"}, eos_token="<|im_end|>\u202e",
-        chat_template="x" * (limits.MAX_TEMPLATE_CHARS + 1)))
+        chat_template="x" * (limits.MAX_TEMPLATE_CHARS + 1), bos_token="<s>" * limits.MAX_TEXT_CHARS))
     reseal(naive)
     found = errors(check(runs, naive))
+    assert f"formatters.strong.bos_token: text of {3 * limits.MAX_TEXT_CHARS} characters (limit {limits.MAX_TEXT_CHARS})" in found
     assert "result.json: formatters.strong.kind: text '<b>decoder</b>' contains '<' or '>'" in found
     assert "result.json: formatters.strong.special_tokens.<i>: text '<i>' contains '<' or '>'" in found
     assert "formatters.strong.eos_token: text '<|im_end|>\\u202e' contains a bidirectional control character" in found
     assert f"formatters.strong.chat_template: text of {limits.MAX_TEMPLATE_CHARS + 1} characters" in found
+
+
+def test_a_model_specs_own_chat_template_is_not_taken_for_markup():
+    """ModelSpec.chat_template (a template given instead of the tokenizer's) is written into submission.json
+    and every result.json under models.<role>; the registered pairs set none today, so this checks the rule."""
+    template = "{{ '<|im_start|>' + message['role'] }}" + " " * limits.MAX_TEXT_CHARS
+    models = {"name": "pair", "strong": {"chat_template": template, "path": "a<b"}, "weak": {"chat_template": None}}
+    for file in ("submission.json", "cells/seed0/mini__recipes/result.json"):
+        v = Validation(folder=Path("."))
+        check_text(v, file, {"models": models, "notes": {"chat_template": "<b>"}})
+        assert [f"{p.field}: {p.message.split(' contains')[0]}" for p in v.errors] == [
+            "models.strong.path: text 'a<b'",            # other fields of a model spec: plain text
+            "notes.chat_template: text '<b>'"]           # only where a model spec or a formatter has it
 
 
 @pytest.mark.parametrize("field, value", [("slug", "../../etc"), ("method.name", "a/b"), ("slug", "..")])

@@ -17,7 +17,7 @@ recompute, its training is not reproduced), and each of its cells must record th
 labels its checkpoint was trained on equal to the cell's own (``check._check_provenance``). Text that could be markup, script or disguised text (``<`` or ``>``,
 control, bidirectional and zero-width characters, HTML character references, ``javascript:``-style
 links: ``limits.unsafe_text``) is refused in every field (``<`` and ``>`` aside in a tokenizer's own
-text, ``limits.TOKENIZER_TEXT_FIELDS``), and names that could be paths are refused.
+text, ``limits.TOKENIZER_TEXT_FIELDS``, in formatters and a model spec's chat template), and names that could be paths are refused.
 Validation streams and stops early, so its memory is bounded whatever the files hold (``limits``). Commands are recorded without
 the submitter's local paths (``commands.public_command``), and one holding an absolute path is
 refused.

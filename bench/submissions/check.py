@@ -48,18 +48,27 @@ def _strings(obj: Any, loc: tuple = ()) -> Iterator[tuple[tuple, str, bool]]:
             yield from _strings(value, (*loc, i))
 
 
-def _tokenizer_text(loc: tuple, is_key: bool) -> bool:
-    """A tokenizer's own text in a result's formatters (limits.TOKENIZER_TEXT_FIELDS)."""
-    if is_key or len(loc) < 3 or loc[0] != "formatters" or loc[2] not in limits.TOKENIZER_TEXT_FIELDS:
-        return False
-    return len(loc) == (4 if loc[2] == "special_tokens" else 3)   # special_tokens: {name: token}
+def _tokenizer_text(loc: tuple, is_key: bool) -> int | None:
+    """The length limit of a tokenizer's own text (limits.TOKENIZER_TEXT_FIELDS) at ``loc``: a value of
+    ``formatters.<role>.<field>`` (``special_tokens``: ``{name: token}``, one level deeper) or of
+    ``models.<role>.chat_template``; None for every other string."""
+    if is_key or len(loc) < 3:
+        return None
+    if loc[0] == "models" and loc[1] in ("weak", "strong"):
+        tokenizer_text = len(loc) == 3 and loc[2] == "chat_template"
+    else:
+        tokenizer_text = (loc[0] == "formatters" and loc[2] in limits.TOKENIZER_TEXT_FIELDS
+                          and len(loc) == (4 if loc[2] == "special_tokens" else 3))
+    if not tokenizer_text:
+        return None
+    return limits.MAX_TEMPLATE_CHARS if loc[2] == "chat_template" else limits.MAX_TEXT_CHARS
 
 
 def _check_text(v: Validation, file: str, obj: Any) -> None:
     for loc, text, is_key in _strings(obj):
-        tokenizer_text = _tokenizer_text(loc, is_key)
-        limit = limits.MAX_TEMPLATE_CHARS if tokenizer_text else limits.MAX_TEXT_CHARS
-        what = unsafe_text(text, markup_ok=tokenizer_text)
+        template_limit = _tokenizer_text(loc, is_key)
+        limit = template_limit or limits.MAX_TEXT_CHARS
+        what = unsafe_text(text, markup_ok=template_limit is not None)
         if what:
             v.error(file, _field(loc), f"text {text[:60]!r} contains {what}, which could be markup, script or "
                                        "disguised text where it is shown",

@@ -44,7 +44,7 @@ UPLOAD_TIME_BUDGET_S = 120.0           # the leaderboard's upload check stops, b
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]{0,95}")     # protocol, model pair, method, slug
 PARAM_KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 # Text that is shown on the board must read as what it is. Refused, in any string of a submission:
-# '<' and '>' (markup), control characters (terminal escapes; tab and newline are allowed), bidi
+# '<' and '>' (markup; except in a tokenizer's own text, TOKENIZER_TEXT_FIELDS below), control characters (terminal escapes; tab and newline are allowed), bidi
 # controls U+202A-U+202E and U+2066-U+2069 (they reorder what is shown, so a name can read as
 # another), zero-width characters U+200B-U+200D, U+2060, U+FEFF (two names that look the same but
 # differ), HTML character references ('&lt;', '&#60', '&#x3c;', and a bare '&lt', which HTML still decodes, even in
@@ -60,9 +60,10 @@ _UNSAFE_KINDS = {"markup": "'<' or '>' (markup)", "control": "a control characte
                  "bidi": "a bidirectional control character", "invisible": "a zero-width character",
                  "entity": "an HTML character reference", "link": "a script or data link"}
 # A decoder's result records its tokenizer's own text verbatim, for provenance: the chat template
-# and special tokens ('<|im_start|>', '<s>'), markup by nature. Those fields (formatters.<role>.<field>,
-# values only) may hold '<' and '>' and a template may run to TEMPLATE_CHARS (real ones take several
-# thousand); every other rule holds there too. No page or card shows them.
+# and special tokens ('<|im_start|>', '<s>'), markup by nature. Those fields (values of
+# formatters.<role>.<field>, and models.<role>.chat_template, a template the model spec gives) may hold
+# '<' and '>', and a chat template may run to MAX_TEMPLATE_CHARS (real ones take several thousand;
+# tokens keep MAX_TEXT_CHARS); every other rule holds there too. No page or card shows them.
 TOKENIZER_TEXT_FIELDS = frozenset({"chat_template", "bos_token", "eos_token", "tokenizer_pad_token", "special_tokens"})
 MAX_TEMPLATE_CHARS = 64_000
 UNSAFE_TEXT_HELP = ("plain text only: no '<', '>', control, bidirectional or zero-width characters, HTML character "
