@@ -264,6 +264,13 @@ def test_a_model_specs_own_chat_template_is_not_taken_for_markup():
         assert [f"{p.field}: {p.message.split(' contains')[0]}" for p in v.errors] == [
             "models.strong.path: text 'a<b'",            # other fields of a model spec: plain text
             "notes.chat_template: text '<b>'"]           # only where a model spec or a formatter has it
+    v = Validation(folder=Path("."))
+    check_text(v, "submission.json", {"models": {"strong": {"chat_template": "x" * (limits.MAX_TEMPLATE_CHARS + 1)},
+                                                 "weak": {"chat_template": "<|im_end|>\u200b"}}})
+    assert [(p.field, p.message.split(", which")[0]) for p in v.errors] == [     # every other rule holds there
+        ("models.strong.chat_template",
+         f"text of {limits.MAX_TEMPLATE_CHARS + 1} characters (limit {limits.MAX_TEMPLATE_CHARS})"),
+        ("models.weak.chat_template", "text '<|im_end|>\\u200b' contains a zero-width character U+200B")]
 
 
 @pytest.mark.parametrize("field, value", [("slug", "../../etc"), ("method.name", "a/b"), ("slug", "..")])

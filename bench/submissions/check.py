@@ -48,7 +48,7 @@ def _strings(obj: Any, loc: tuple = ()) -> Iterator[tuple[tuple, str, bool]]:
             yield from _strings(value, (*loc, i))
 
 
-def _tokenizer_text(loc: tuple, is_key: bool) -> int | None:
+def _tokenizer_text_limit(loc: tuple, is_key: bool) -> int | None:
     """The length limit of a tokenizer's own text (limits.TOKENIZER_TEXT_FIELDS) at ``loc``: a value of
     ``formatters.<role>.<field>`` (``special_tokens``: ``{name: token}``, one level deeper) or of
     ``models.<role>.chat_template``; None for every other string."""
@@ -66,9 +66,9 @@ def _tokenizer_text(loc: tuple, is_key: bool) -> int | None:
 
 def _check_text(v: Validation, file: str, obj: Any) -> None:
     for loc, text, is_key in _strings(obj):
-        template_limit = _tokenizer_text(loc, is_key)
-        limit = template_limit or limits.MAX_TEXT_CHARS
-        what = unsafe_text(text, markup_ok=template_limit is not None)
+        tokenizer_limit = _tokenizer_text_limit(loc, is_key)
+        limit = tokenizer_limit or limits.MAX_TEXT_CHARS
+        what = unsafe_text(text, markup_ok=tokenizer_limit is not None)
         if what:
             v.error(file, _field(loc), f"text {text[:60]!r} contains {what}, which could be markup, script or "
                                        "disguised text where it is shown",

@@ -61,7 +61,7 @@ _UNSAFE_KINDS = {"markup": "'<' or '>' (markup)", "control": "a control characte
                  "entity": "an HTML character reference", "link": "a script or data link"}
 # A decoder's result records its tokenizer's own text verbatim, for provenance: the chat template
 # and special tokens ('<|im_start|>', '<s>'), markup by nature. Those fields (values of
-# formatters.<role>.<field>, and models.<role>.chat_template, a template the model spec gives) may hold
+# formatters.<role>.<field>, and models.{weak,strong}.chat_template, a template the model spec gives) may hold
 # '<' and '>', and a chat template may run to MAX_TEMPLATE_CHARS (real ones take several thousand;
 # tokens keep MAX_TEXT_CHARS); every other rule holds there too. No page or card shows them.
 TOKENIZER_TEXT_FIELDS = frozenset({"chat_template", "bos_token", "eos_token", "tokenizer_pad_token", "special_tokens"})
