@@ -196,8 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare = sub.add_parser("compare", help="method A against method B, paired: Δ NTS, AOG and WRG with intervals "
                                              "and p-values, from the per-pair scores")
-    compare.add_argument("a", help="a method's name, or its folder name with params (anchor_lam=0.1_layers=last)")
-    compare.add_argument("b", help="the method to compare against (e.g. naive)")
+    compare.add_argument("a", help="a method's name, or its folder name with params (anchor_lam=0.1_layers=last); "
+                                   "METHOD@PAIR names its model pair, to compare across the pairs of one protocol "
+                                   "that share a teacher (naive@tiny+early-stop naive@tiny)")
+    compare.add_argument("b", help="the method to compare against (e.g. naive, or naive@tiny)")
     compare.add_argument("--out", type=Path, default=Path("results"),
                          help="a results folder, or a submissions folder (default: ./results)")
     compare.add_argument("--by", choices=["category", "source"], help="also per category (or source)")

@@ -99,9 +99,61 @@ def resolve(methods: list[str], name: str) -> str:
                      f"{', '.join(sorted(matches or methods))}")
 
 
+def split_pair(name: str) -> tuple[str, str | None]:
+    """``naive@tiny+early-stop`` -> (``naive``, ``tiny+early-stop``); a name without ``@`` names no pair."""
+    method, at, models = name.rpartition("@")
+    return (method, models) if at and method and models else (name, None)
+
+
+def board_across_pairs(root: Path, names: list[str]) -> tuple[Board, list[str]]:
+    """The board of two methods on two model pairs of one protocol (``naive@tiny+early-stop`` against
+    ``naive@tiny``): a training setting against the same method without it. Paired only when both pairs'
+    students learned from one teacher, so every cell's teacher must score every test pair alike on both
+    sides; otherwise the difference would mix two teachers' errors into the students'."""
+    import dataclasses
+
+    groups = cells_under(root)
+    sides = []
+    for name in names:
+        method, models = split_pair(name)
+        holding = {k: v for k, v in groups.items() if any(c.method.split("_", 1)[0] == method.split("_", 1)[0] for c in v)}
+        held = {k: v for k, v in holding.items() if models is None or k[1] == models}
+        if len(held) != 1:
+            pairs = ", ".join(sorted({pair for _, pair in holding})) or "none"
+            raise BenchError(f"{name!r}: {'several' if held else 'no'} protocol x model pairs under {root} hold it "
+                             f"(its model pairs there: {pairs}); give METHOD@PAIR with one of them")
+        (protocol, pair), cells = next(iter(held.items()))
+        slug = resolve(sorted({c.method for c in cells}), method)
+        sides.append((protocol, pair, f"{slug}@{pair}", [c for c in cells if c.method == slug]))
+    (pa, _, a, cells_a), (pb, _, b, cells_b) = sides
+    if pa != pb:
+        raise BenchError(f"{a} is on protocol {pa} and {b} on {pb}: a paired comparison needs the same test pairs; "
+                         "compare runs of one protocol")
+    if a == b:
+        raise BenchError(f"{a} against itself: name two methods or two model pairs")
+    teachers = {(c.seed, c.source, e.name): e.teacher for c in cells_b for e in c.eval_sets}
+    for c in cells_a:
+        for e in c.eval_sets:
+            other = teachers.get((c.seed, c.source, e.name))
+            if other is not None and (other.shape != e.teacher.shape or (other != e.teacher).any()):
+                differ = int((other != e.teacher).sum()) if other.shape == e.teacher.shape else len(e.teacher)
+                raise BenchError(f"the teachers of {a} and {b} differ (seed {c.seed}, source {c.source}, on {e.name}: "
+                                 f"its verdict differs on {differ} of {len(e.teacher)} test pairs), so their students' difference is not "
+                                 "paired: compare model pairs that share one teacher (the same weak model, teacher "
+                                 "training and thread count)")
+    try:
+        return Board([dataclasses.replace(c, method=label) for label, cells in ((a, cells_a), (b, cells_b))
+                      for c in cells]), [a, b]
+    except ValueError as error:
+        raise BenchError(f"cannot compare {a} and {b}: {error}") from None
+
+
 def board_for(root: Path, names: list[str] | None = None) -> tuple[Board, list[str]]:
     """The bootstrap board of the one (protocol, model pair) under ``root`` that holds ``names`` (all
-    its methods without names), and the names resolved to slugs."""
+    its methods without names), and the names resolved to slugs; a name with ``@PAIR`` compares across
+    model pairs (``board_across_pairs``)."""
+    if names and any(split_pair(n)[1] for n in names):
+        return board_across_pairs(root, names)
     groups = cells_under(root)
     if names:
         groups = {k: v for k, v in groups.items() if all(any(c.method.split("_", 1)[0] == n.split("_", 1)[0]

@@ -47,3 +47,45 @@ def test_the_board_shows_the_same_decisions():
     decisions = decision_table(board_for(SUBMISSIONS)[0]).set_index("method").loc["anchor_lam=10.0_layers=last"]
     assert row["decided"] == "worse" and row["Δ t 95% (seeds)"] == "[-11.8, -1.2]"
     assert row["rank 95%"] == decisions["rank 95%"] != ""
+
+
+def synthetic_cells(method: str, teacher_flip: int | None = None):
+    """Two seeds x one source of a made-up protocol: 8 ID and 8 OOD pairs, the teacher right on the first half."""
+    import numpy as np
+
+    from bench.stats import Cell, EvalSet
+
+    cells = []
+    for seed in (0, 1):
+        teacher = np.array([1.0] * 4 + [0.0] * 4)
+        if teacher_flip is not None:
+            teacher = teacher.copy()
+            teacher[teacher_flip] = 1 - teacher[teacher_flip]
+        student = np.roll(np.array([1.0] * 6 + [0.0] * 2), seed + len(method))
+        sets = tuple(EvalSet(name, role, tuple(f"p{i}" for i in range(8)), teacher, student)
+                     for name, role in (("x/a", "id"), ("x/b", "ood")))
+        cells.append(Cell(method, seed, "x/a", "helpful", sets))
+    return cells
+
+
+def test_compare_across_model_pairs_needs_one_protocol_and_one_teacher(monkeypatch):
+    import bench.compare as compare
+    from bench.errors import BenchError
+
+    groups = {("x", "tiny"): synthetic_cells("naive"), ("x", "tiny+early-stop"): synthetic_cells("naive"),
+              ("x", "other-teacher"): synthetic_cells("naive", teacher_flip=5), ("y", "tiny"): synthetic_cells("gce")}
+    monkeypatch.setattr(compare, "cells_under", lambda root: groups)
+    board, names = compare.board_for(Path("."), ["naive@tiny+early-stop", "naive@tiny"])
+    assert names == ["naive@tiny+early-stop", "naive@tiny"] and board.methods == tuple(sorted(names))
+    assert board.compare(*names).deltas["nts"].estimate == 0.0          # the same students: no difference
+    with pytest.raises(BenchError, match=r"teachers of naive@other-teacher and naive@tiny differ \(seed 0, source x/a, "
+                                         r"on x/a: its verdict differs on 1 of 8 test pairs"):
+        compare.board_for(Path("."), ["naive@other-teacher", "naive@tiny"])
+    with pytest.raises(BenchError, match="naive@tiny is on protocol x and gce@tiny on y: a paired comparison needs the same test pairs"):
+        compare.board_for(Path("."), ["naive@tiny", "gce@tiny"])       # gce@tiny is on protocol y only
+    with pytest.raises(BenchError, match="several protocol x model pairs .* give METHOD@PAIR"):
+        compare.board_for(Path("."), ["naive", "naive@tiny"])
+    with pytest.raises(BenchError, match="no protocol x model pairs .*its model pairs there: other-teacher, tiny, tiny\\+early-stop"):
+        compare.board_for(Path("."), ["naive@smol", "naive@tiny"])
+    with pytest.raises(BenchError, match="against itself"):
+        compare.board_for(Path("."), ["naive@tiny", "naive@tiny"])

@@ -257,7 +257,8 @@ def test_early_stopping_off_leaves_spec_hashes_and_cell_keys_as_they_were(small_
 
 def test_early_stopping_from_the_command_line_to_the_result_and_the_board(registered_small, tmp_path, capsys):
     """`bench run --early-stopping every=2`: the pair is renamed, so its cells have their own folder and
-    rows; the student's log holds the curve and the chosen step; the report and the model pair card say so."""
+    rows; the student's log holds the curve and the chosen step; the report and the model pair card say so;
+    `bench compare naive@PAIR+early-stop naive@PAIR` pairs it with the same method trained without it."""
     from bench.cli import build_parser, cell_settings, main
     from bench.results import find_cells
 
@@ -290,6 +291,16 @@ def test_early_stopping_from_the_command_line_to_the_result_and_the_board(regist
     capsys.readouterr()
     assert main(["validate", str(folder)]) == 0
     assert "cannot be checked" not in capsys.readouterr().out
+    # against naive without it, paired across the two pairs: the same cached teacher on both sides
+    plain = [*argv[:-5], "recipes", "travel", *argv[-4:]]
+    assert main(plain) == 0
+    capsys.readouterr()
+    stopped_pair = f"{models.name}+early-stop-every2"
+    assert main(["compare", f"naive@{stopped_pair}", f"naive@{models.name}", "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert f"naive@{stopped_pair} − naive@{models.name}, paired" in out and "NTS" in out
+    assert main(["compare", "naive", f"naive@{models.name}", "--out", str(tmp_path / "out")]) == 2
+    assert f"give METHOD@PAIR with one of them" in capsys.readouterr().err   # bare naive: on both pairs
 
     from leaderboard.core import model_pair_card
 
