@@ -1,4 +1,4 @@
-"""What a result was computed with: package versions, git commit, device, threads."""
+"""What a result was computed with: package versions, git commit, device, threads, the CPU's kernels."""
 from __future__ import annotations
 
 import platform
@@ -30,6 +30,21 @@ def git_commit() -> dict[str, str | bool | None]:
         return {"commit": None, "dirty": None}
 
 
+def cpu() -> dict[str, str | None]:
+    """The processor and the widest vector kernels torch picks on it: two machines with one thread count
+    and one torch still sum floats in another order when these differ, so a rerun's scores can move in
+    the fourth decimal (docs/reliability.md, "A rerun on another machine")."""
+    import torch
+
+    model = None
+    try:
+        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), None)
+    except OSError:
+        pass
+    return {"model": model or platform.processor() or None, "torch_capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def environment() -> dict:
     import torch
 
@@ -43,4 +58,5 @@ def environment() -> dict:
         "git": git_commit(),
         "device": device,
         "torch_threads": torch.get_num_threads(),
+        "cpu": cpu(),
     }

@@ -127,7 +127,7 @@ class CellResult(_Schema):
                                                 # what the method recorded (bench/label_stage.py); None without one
     external: ExternalStudent | None = None   # set by bench evaluate: a student trained outside the harness
     timings_s: dict[str, float]        # seconds per stage
-    environment: dict[str, Any]        # bench.env.environment(): versions, git commit, device, threads
+    environment: dict[str, Any]        # bench.env.environment(): versions, git commit, device, threads, cpu
     command: str                       # the command that ran the cell (paths made local by bench submit)
     created_utc: str                   # ISO time the cell finished
     scores_file: ScoresFile | None = None   # set by write_cell, once the scores file is on disk

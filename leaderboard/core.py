@@ -527,9 +527,19 @@ def model_words(model: Mapping) -> str:
     return text + (f" (LoRA r {lora['r']})" if "r" in lora else "")
 
 
+def early_stopping_words(stopping: Mapping | None) -> str:
+    """A recorded bench.specs.EarlyStopping in words (raw text: escape it for markdown); "" without one."""
+    if not isinstance(stopping, Mapping):
+        return ""
+    return (f"the best checkpoint on {stopping.get('holdout')} of the training pairs held out, checked every "
+            f"{stopping.get('every')} steps by {stopping.get('metric')}")
+
+
 def model_pair_words(models: Mapping) -> str:
+    """The pair in one line, with its students' early stopping if they had it: the board's context row says so."""
     weak, strong = model_words(models.get("weak", {})), model_words(models.get("strong", {}))
-    return f"{weak} (weak teacher) → {strong} (strong student)"
+    stopped = early_stopping_words((models.get("student_train") or {}).get("early_stopping"))
+    return f"{weak} (weak teacher) → {strong} (strong student)" + (f"; students early-stopped: {stopped}" if stopped else "")
 
 
 @dataclass(frozen=True)
@@ -718,13 +728,7 @@ def model_pair_card(name: str, model_pairs: Mapping | None = None, board: Board 
                 f"batch {e(config.get('batch_size'))} pairs, warmup {e(config.get('warmup_ratio'))}, weight decay "
                 f"{e(config.get('weight_decay'))}, gradient norm ≤ {e(config.get('max_grad_norm'))}"
                 + (", word embeddings frozen" if config.get("freeze_word_embeddings") else "")
-                + early_stopping_words(config.get("early_stopping")))
-
-    def early_stopping_words(stopping: Mapping | None) -> str:   # bench.specs.EarlyStopping, recorded
-        if not isinstance(stopping, Mapping):
-            return ""
-        return (f", early-stopped: the best checkpoint on {e(stopping.get('holdout'))} of the training pairs held "
-                f"out, checked every {e(stopping.get('every'))} steps by {e(stopping.get('metric'))}")
+                + (f", early-stopped: {e(stopped)}" if (stopped := early_stopping_words(config.get("early_stopping"))) else ""))
 
     lines = [f"# Model pair `{e(plain['name'])}`", "", f"**{e(model_pair_words(plain))}**", "",
              e(plain.get("description", "")), "",

@@ -89,3 +89,20 @@ def test_compare_across_model_pairs_needs_one_protocol_and_one_teacher(monkeypat
         compare.board_for(Path("."), ["naive@smol", "naive@tiny"])
     with pytest.raises(BenchError, match="against itself"):
         compare.board_for(Path("."), ["naive@tiny", "naive@tiny"])
+
+
+def test_rerun_drift_of_a_submission_against_itself_is_nothing():
+    """benchmarks/rerun_drift.py pairs the cells of two folders; the same cells move by nothing."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "rerun_drift.py"
+    naive = SUBMISSIONS / "naive"
+    out = subprocess.run([sys.executable, str(script), str(naive), str(naive)], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("18 cells in both (0 only in A, 0 only in B)")
+    assert "verdicts flipped: teacher 0, student 0 of 21600 test pairs" in out
+    assert "mean NTS: A +2.06, B +2.06, B − A +0.00" in out
+    empty = subprocess.run([sys.executable, str(script), str(naive), str(SUBMISSIONS / "no-such")],
+                           capture_output=True, text=True)
+    assert empty.returncode == 2 and "no finished cell is in both" in empty.stderr

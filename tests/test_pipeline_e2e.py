@@ -53,6 +53,8 @@ def test_result_records_provenance(runs, small_protocol):
     assert result.protocol.name == small_protocol.name and len(result.protocol.hash) == 16
     assert result.models["strong"]["revision"]["weights_sha256"]
     assert result.environment["packages"]["torch"]
+    import torch   # the kernels torch picked, which with the thread count decide the float sums' order
+    assert result.environment["cpu"]["torch_capability"] == torch.backends.cpu.get_cpu_capability()
     assert set(result.eval_sets) == set(small_protocol.datasets)
     assert result.eval_sets[result.source].role == "id"
     assert result.sizes["half_a"] + result.sizes["half_b"] == small_protocol.train_pool_size

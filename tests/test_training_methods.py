@@ -302,7 +302,12 @@ def test_early_stopping_from_the_command_line_to_the_result_and_the_board(regist
     assert main(["compare", "naive", f"naive@{models.name}", "--out", str(tmp_path / "out")]) == 2
     assert f"give METHOD@PAIR with one of them" in capsys.readouterr().err   # bare naive: on both pairs
 
-    from leaderboard.core import model_pair_card
+    from leaderboard.core import context, load_board, model_pair_card, ranking
+
+    board = load_board(tmp_path / "subs")   # the board's context row over the ranking says how its students trained
+    [row] = [c for c in context(board, ranking(board)) if c.models == stopped_pair]
+    assert row.models_words.endswith("; students early-stopped: the best checkpoint on 0.1 of the training pairs "
+                                     "held out, checked every 2 steps by loss")
 
     card = model_pair_card(cell.models["name"], {cell.models["name"]: models.early_stopped(EarlyStopping(every=2))})
     assert "early-stopped: the best checkpoint on 0.1 of the training pairs held out, checked every 2 steps by loss" in card
