@@ -8,6 +8,7 @@ never decides alone.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -105,42 +106,61 @@ def split_pair(name: str) -> tuple[str, str | None]:
     return (method, models) if at and method and models else (name, None)
 
 
+def holds(cells: list[Cell], name: str) -> bool:
+    """Whether ``cells`` hold the method ``name`` names (its slug or, as ``resolve`` takes it, its bare name)."""
+    return any(c.method.split("_", 1)[0] == name.split("_", 1)[0] for c in cells)
+
+
+def one_side(groups: dict[tuple[str, str], list[Cell]], root: Path, name: str) -> tuple[str, str, list[Cell]]:
+    """(protocol, label ``slug@pair``, its cells) of a METHOD or METHOD@PAIR under ``root``."""
+    method, models = split_pair(name)
+    holding = {k: v for k, v in groups.items() if holds(v, method)}
+    held = {k: v for k, v in holding.items() if models is None or k[1] == models}
+    if not holding:
+        raise BenchError(f"no finished cells of {method!r} under {root}")
+    if not held:
+        raise BenchError(f"{name!r}: {method} is not on model pair {models} under {root}; its model pairs there: "
+                         f"{', '.join(sorted({pair for _, pair in holding}))}: give METHOD@PAIR with one of them")
+    if len(held) > 1:
+        where = ", ".join("/".join(k) for k in sorted(held))
+        fix = (f"point --out at one protocol's folder (e.g. {Path(root) / sorted(held)[0][0]})" if models
+               else "give METHOD@PAIR with one of those pairs")
+        raise BenchError(f"{name!r} is under {root} on {where}: {fix}")
+    (protocol, pair), cells = next(iter(held.items()))
+    slug = resolve(sorted({c.method for c in cells}), method)
+    return protocol, f"{slug}@{pair}", [c for c in cells if c.method == slug]
+
+
 def board_across_pairs(root: Path, names: list[str]) -> tuple[Board, list[str]]:
     """The board of two methods on two model pairs of one protocol (``naive@tiny+early-stop`` against
-    ``naive@tiny``): a training setting against the same method without it. Paired only when both pairs'
-    students learned from one teacher, so every cell's teacher must score every test pair alike on both
-    sides; otherwise the difference would mix two teachers' errors into the students'."""
-    import dataclasses
-
+    ``naive@tiny``): a training setting against the same method without it. Paired only when both sides
+    have the same cells and test pairs and their students learned from one teacher: every cell's teacher
+    must judge every test pair alike on both sides, else the difference would mix two teachers' errors
+    into the students'."""
     groups = cells_under(root)
-    sides = []
-    for name in names:
-        method, models = split_pair(name)
-        holding = {k: v for k, v in groups.items() if any(c.method.split("_", 1)[0] == method.split("_", 1)[0] for c in v)}
-        held = {k: v for k, v in holding.items() if models is None or k[1] == models}
-        if len(held) != 1:
-            pairs = ", ".join(sorted({pair for _, pair in holding})) or "none"
-            raise BenchError(f"{name!r}: {'several' if held else 'no'} protocol x model pairs under {root} hold it "
-                             f"(its model pairs there: {pairs}); give METHOD@PAIR with one of them")
-        (protocol, pair), cells = next(iter(held.items()))
-        slug = resolve(sorted({c.method for c in cells}), method)
-        sides.append((protocol, pair, f"{slug}@{pair}", [c for c in cells if c.method == slug]))
-    (pa, _, a, cells_a), (pb, _, b, cells_b) = sides
+    (pa, a, cells_a), (pb, b, cells_b) = (one_side(groups, root, n) for n in names)
     if pa != pb:
         raise BenchError(f"{a} is on protocol {pa} and {b} on {pb}: a paired comparison needs the same test pairs; "
                          "compare runs of one protocol")
     if a == b:
         raise BenchError(f"{a} against itself: name two methods or two model pairs")
-    teachers = {(c.seed, c.source, e.name): e.teacher for c in cells_b for e in c.eval_sets}
+    keys_a, keys_b = ({(c.seed, c.source) for c in cells} for cells in (cells_a, cells_b))
+    for label, missing in ((a, keys_b - keys_a), (b, keys_a - keys_b)):
+        if missing:
+            raise BenchError(f"{label} has no cell for " + ", ".join(f"seed {s} {src}" for s, src in sorted(missing))
+                             + ", which the other side has: run them, or compare the seeds and sources both have")
+    judged = {(c.seed, c.source, e.name): e for c in cells_b for e in c.eval_sets}
     for c in cells_a:
         for e in c.eval_sets:
-            other = teachers.get((c.seed, c.source, e.name))
-            if other is not None and (other.shape != e.teacher.shape or (other != e.teacher).any()):
-                differ = int((other != e.teacher).sum()) if other.shape == e.teacher.shape else len(e.teacher)
-                raise BenchError(f"the teachers of {a} and {b} differ (seed {c.seed}, source {c.source}, on {e.name}: "
-                                 f"its verdict differs on {differ} of {len(e.teacher)} test pairs), so their students' difference is not "
-                                 "paired: compare model pairs that share one teacher (the same weak model, teacher "
-                                 "training and thread count)")
+            other = judged.get((c.seed, c.source, e.name))
+            where = f"seed {c.seed}, source {c.source}, on {e.name}"
+            if other is None or other.pair_ids != e.pair_ids:
+                raise BenchError(f"{a} and {b} scored different test pairs ({where}): not runs of the same cells")
+            if (other.teacher != e.teacher).any():
+                raise BenchError(f"the teachers of {a} and {b} differ ({where}: their verdicts differ on "
+                                 f"{int((other.teacher != e.teacher).sum())} of {len(e.teacher)} test pairs), so their "
+                                 "students' difference is not paired: compare model pairs that share one teacher "
+                                 "(the same weak model and teacher training, thread count and CPU kernels)")
     try:
         return Board([dataclasses.replace(c, method=label) for label, cells in ((a, cells_a), (b, cells_b))
                       for c in cells]), [a, b]
@@ -156,8 +176,7 @@ def board_for(root: Path, names: list[str] | None = None) -> tuple[Board, list[s
         return board_across_pairs(root, names)
     groups = cells_under(root)
     if names:
-        groups = {k: v for k, v in groups.items() if all(any(c.method.split("_", 1)[0] == n.split("_", 1)[0]
-                                                             for c in v) for n in names)}
+        groups = {k: v for k, v in groups.items() if all(holds(v, n) for n in names)}
     if not groups:
         raise BenchError(f"no finished results under {root}" + (f" holding {' and '.join(names)}" if names else ""))
     if len(groups) > 1:

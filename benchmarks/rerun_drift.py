@@ -34,6 +34,8 @@ def cells(root: Path) -> dict[tuple, tuple]:
         result, rows = read
         key = (result.protocol.name, result.models["name"], params_slug(result.method.name, result.method.params),
                result.seed, result.source)
+        if key in found:
+            raise SystemExit(f"{root} holds the cell {key} twice (e.g. {path.parent}): point at one run of it")
         found[key] = result, {(r["eval_set"], r["pair_id"]): np.array([float(r[c]) for c in (
             "teacher_chosen", "teacher_rejected", "student_chosen", "student_rejected")]) for r in rows}
     return found
@@ -41,6 +43,17 @@ def cells(root: Path) -> dict[tuple, tuple]:
 
 def cell_nts(result) -> float:
     return float(np.mean([m.nts for m in result.metrics.values()]))
+
+
+def accuracy(result, role: str) -> float:
+    """The student's accuracy on the ID set, or its mean over the OOD sets."""
+    return float(np.mean([e.student_acc for e in result.eval_sets.values() if e.role == role]))
+
+
+def kernels(results) -> str:
+    return ", ".join(f"{c} x{t}" for c, t in sorted({(str((r.environment.get("cpu") or {}).get("torch_capability",
+                                                     "not recorded")), r.environment.get("torch_threads"))
+                                                    for r in results}))
 
 
 def main() -> int:
@@ -75,21 +88,18 @@ def main() -> int:
             flips[who] += n
         pairs += len(ids)
 
-        def accuracy(result, role: str) -> float:
-            return float(np.mean([e.student_acc for e in result.eval_sets.values() if e.role == role]))
-
         d_id, d_ood = accuracy(rb, "id") - accuracy(ra, "id"), accuracy(rb, "ood") - accuracy(ra, "ood")
         per_seed[key[3]].append((cell_nts(ra), cell_nts(rb)))
         print(f"{key[3]:>4} {key[4]:<18} {drift[0]:>14.2e} {flipped[0]:>5} {drift[1]:>14.2e} {flipped[1]:>5} "
               f"{d_id:>+8.2f} {d_ood:>+9.2f} {cell_nts(rb) - cell_nts(ra):>+6.2f}")
     nts_a = np.mean([x for v in per_seed.values() for x, _ in v])
     nts_b = np.mean([y for v in per_seed.values() for _, y in v])
-    print(f"verdicts flipped: teacher {flips['teacher']}, student {flips['student']} of {pairs} test pairs")
+    print(f"verdicts flipped: teacher {flips['teacher']}, student {flips['student']} of {pairs} (cell, test pair) "
+          "verdicts each")
     print(f"mean NTS: A {nts_a:+.2f}, B {nts_b:+.2f}, B − A {nts_b - nts_a:+.2f}; per seed: "
           + " ".join(f"{s}: {np.mean([y - x for x, y in v]):+.2f}" for s, v in sorted(per_seed.items())))
-    envs = {side: sorted({(str(r.environment.get("cpu", {}).get("torch_capability", "not recorded")),
-                           r.environment.get("torch_threads")) for r, _ in cs.values()}) for side, cs in (("A", a), ("B", b))}
-    print("kernels and threads: " + "; ".join(f"{side} {', '.join(f'{c} x{t}' for c, t in v)}" for side, v in envs.items()))
+    print(f"kernels and threads of the paired cells: A {kernels(a[k][0] for k in keys)}; "
+          f"B {kernels(b[k][0] for k in keys)}")
     return 0
 
 

@@ -535,11 +535,13 @@ def early_stopping_words(stopping: Mapping | None) -> str:
             f"{stopping.get('every')} steps by {stopping.get('metric')}")
 
 
-def model_pair_words(models: Mapping) -> str:
-    """The pair in one line, with its students' early stopping if they had it: the board's context row says so."""
+def model_pair_words(models: Mapping, training: bool = False) -> str:
+    """The pair in one line; with ``training``, and its students' early stopping if they had it (the board's
+    context row says so; the pair's card has a line for it)."""
     weak, strong = model_words(models.get("weak", {})), model_words(models.get("strong", {}))
-    stopped = early_stopping_words((models.get("student_train") or {}).get("early_stopping"))
-    return f"{weak} (weak teacher) → {strong} (strong student)" + (f"; students early-stopped: {stopped}" if stopped else "")
+    stopped = early_stopping_words((models.get("student_train") or {}).get("early_stopping")) if training else ""
+    pair = f"{weak} (weak teacher) → {strong} (strong student)"
+    return f"{pair}; students early-stopped: {stopped}" if stopped else pair
 
 
 @dataclass(frozen=True)
@@ -572,7 +574,7 @@ def context(board: Board, table: pd.DataFrame) -> list[Context]:
         code = newest.submission["code_version"]
         commits = ", ".join(str(c)[:7] for c in code.get("git_commits", []) if c) or "unknown"
         out.append(Context(protocol, newest.submission["protocol"]["version"], newest.submission["protocol"]["hash"],
-                           models, model_pair_words(newest.submission["models"]), int(teacher["seeds"]),
+                           models, model_pair_words(newest.submission["models"], training=True), int(teacher["seeds"]),
                            int(teacher["cells"]), f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}–{sizes[-1]:,}",
                            len(entries), str(newest.submission["created_utc"])[:10], newest.submission["slug"],
                            commits + (" (dirty tree)" if code.get("dirty") else "")))
@@ -728,7 +730,8 @@ def model_pair_card(name: str, model_pairs: Mapping | None = None, board: Board 
                 f"batch {e(config.get('batch_size'))} pairs, warmup {e(config.get('warmup_ratio'))}, weight decay "
                 f"{e(config.get('weight_decay'))}, gradient norm ≤ {e(config.get('max_grad_norm'))}"
                 + (", word embeddings frozen" if config.get("freeze_word_embeddings") else "")
-                + (f", early-stopped: {e(stopped)}" if (stopped := early_stopping_words(config.get("early_stopping"))) else ""))
+                + (f", early-stopped: {e(stopped)}" if (stopped := early_stopping_words(config.get("early_stopping")))
+                   else ""))
 
     lines = [f"# Model pair `{e(plain['name'])}`", "", f"**{e(model_pair_words(plain))}**", "",
              e(plain.get("description", "")), "",

@@ -49,46 +49,56 @@ def test_the_board_shows_the_same_decisions():
     assert row["rank 95%"] == decisions["rank 95%"] != ""
 
 
-def synthetic_cells(method: str, teacher_flip: int | None = None):
-    """Two seeds x one source of a made-up protocol: 8 ID and 8 OOD pairs, the teacher right on the first half."""
+def synthetic_cells(method: str, teacher_flip: int | None = None, seeds=(0, 1), pair_ids=None):
+    """One source of a made-up protocol per seed: 8 ID and 8 OOD pairs, the teacher right on the first half."""
     import numpy as np
 
     from bench.stats import Cell, EvalSet
 
     cells = []
-    for seed in (0, 1):
+    for seed in seeds:
         teacher = np.array([1.0] * 4 + [0.0] * 4)
         if teacher_flip is not None:
-            teacher = teacher.copy()
             teacher[teacher_flip] = 1 - teacher[teacher_flip]
         student = np.roll(np.array([1.0] * 6 + [0.0] * 2), seed + len(method))
-        sets = tuple(EvalSet(name, role, tuple(f"p{i}" for i in range(8)), teacher, student)
-                     for name, role in (("x/a", "id"), ("x/b", "ood")))
+        ids = tuple(pair_ids or (f"p{i}" for i in range(8)))
+        sets = tuple(EvalSet(name, role, ids, teacher, student) for name, role in (("x/a", "id"), ("x/b", "ood")))
         cells.append(Cell(method, seed, "x/a", "helpful", sets))
     return cells
 
 
-def test_compare_across_model_pairs_needs_one_protocol_and_one_teacher(monkeypatch):
+def test_compare_across_model_pairs_needs_one_protocol_one_set_of_cells_and_one_teacher(monkeypatch):
     import bench.compare as compare
     from bench.errors import BenchError
 
     groups = {("x", "tiny"): synthetic_cells("naive"), ("x", "tiny+early-stop"): synthetic_cells("naive"),
-              ("x", "other-teacher"): synthetic_cells("naive", teacher_flip=5), ("y", "tiny"): synthetic_cells("gce")}
+              ("x", "other-teacher"): synthetic_cells("naive", teacher_flip=5),
+              ("x", "one-seed"): synthetic_cells("naive", seeds=(0,)),
+              ("x", "other-pairs"): synthetic_cells("naive", pair_ids=[f"q{i}" for i in range(8)]),
+              ("y", "gce-only"): synthetic_cells("gce")}
     monkeypatch.setattr(compare, "cells_under", lambda root: groups)
-    board, names = compare.board_for(Path("."), ["naive@tiny+early-stop", "naive@tiny"])
+
+    def refused(a: str, b: str) -> str:
+        with pytest.raises(BenchError) as error:
+            compare.board_for(Path("subs"), [a, b])
+        return str(error.value)
+
+    board, names = compare.board_for(Path("subs"), ["naive@tiny+early-stop", "naive@tiny"])
     assert names == ["naive@tiny+early-stop", "naive@tiny"] and board.methods == tuple(sorted(names))
     assert board.compare(*names).deltas["nts"].estimate == 0.0          # the same students: no difference
-    with pytest.raises(BenchError, match=r"teachers of naive@other-teacher and naive@tiny differ \(seed 0, source x/a, "
-                                         r"on x/a: its verdict differs on 1 of 8 test pairs"):
-        compare.board_for(Path("."), ["naive@other-teacher", "naive@tiny"])
-    with pytest.raises(BenchError, match="naive@tiny is on protocol x and gce@tiny on y: a paired comparison needs the same test pairs"):
-        compare.board_for(Path("."), ["naive@tiny", "gce@tiny"])       # gce@tiny is on protocol y only
-    with pytest.raises(BenchError, match="several protocol x model pairs .* give METHOD@PAIR"):
-        compare.board_for(Path("."), ["naive", "naive@tiny"])
-    with pytest.raises(BenchError, match="no protocol x model pairs .*its model pairs there: other-teacher, tiny, tiny\\+early-stop"):
-        compare.board_for(Path("."), ["naive@smol", "naive@tiny"])
-    with pytest.raises(BenchError, match="against itself"):
-        compare.board_for(Path("."), ["naive@tiny", "naive@tiny"])
+    assert "verdicts differ on 1 of 8 test pairs" in refused("naive@other-teacher", "naive@tiny")
+    assert "seed 0, source x/a, on x/a" in refused("naive@other-teacher", "naive@tiny")
+    assert refused("naive@one-seed", "naive@tiny").startswith("naive@one-seed has no cell for seed 1 x/a, which the "
+                                                              "other side has")
+    assert "scored different test pairs" in refused("naive@other-pairs", "naive@tiny")
+    assert "is on protocol x and gce@gce-only on y" in refused("naive@tiny", "gce")
+    assert "several" not in refused("naive", "naive@tiny") and "give METHOD@PAIR with one of those pairs" in \
+        refused("naive", "naive@tiny")                                   # bare naive: on several pairs
+    assert "not on model pair smol under subs; its model pairs there: " in refused("naive@smol", "naive@tiny")
+    assert refused("ceiling@tiny", "naive@tiny") == "no finished cells of 'ceiling' under subs"
+    assert "against itself" in refused("naive@tiny", "naive@tiny")
+    groups["y", "tiny"] = synthetic_cells("naive")                      # tiny on two protocols: say where to point
+    assert "point --out at one protocol's folder (e.g. subs/x)" in refused("naive@tiny+early-stop", "naive@tiny")
 
 
 def test_rerun_drift_of_a_submission_against_itself_is_nothing():
@@ -101,7 +111,7 @@ def test_rerun_drift_of_a_submission_against_itself_is_nothing():
     out = subprocess.run([sys.executable, str(script), str(naive), str(naive)], capture_output=True, text=True,
                          check=True).stdout
     assert out.startswith("18 cells in both (0 only in A, 0 only in B)")
-    assert "verdicts flipped: teacher 0, student 0 of 21600 test pairs" in out
+    assert "verdicts flipped: teacher 0, student 0 of 21600 (cell, test pair) verdicts each" in out
     assert "mean NTS: A +2.06, B +2.06, B − A +0.00" in out
     empty = subprocess.run([sys.executable, str(script), str(naive), str(SUBMISSIONS / "no-such")],
                            capture_output=True, text=True)

@@ -300,7 +300,7 @@ def test_early_stopping_from_the_command_line_to_the_result_and_the_board(regist
     out = capsys.readouterr().out
     assert f"naive@{stopped_pair} − naive@{models.name}, paired" in out and "NTS" in out
     assert main(["compare", "naive", f"naive@{models.name}", "--out", str(tmp_path / "out")]) == 2
-    assert f"give METHOD@PAIR with one of them" in capsys.readouterr().err   # bare naive: on both pairs
+    assert "give METHOD@PAIR with one of those pairs" in capsys.readouterr().err   # bare naive: on both pairs
 
     from leaderboard.core import context, load_board, model_pair_card, ranking
 
@@ -311,6 +311,7 @@ def test_early_stopping_from_the_command_line_to_the_result_and_the_board(regist
 
     card = model_pair_card(cell.models["name"], {cell.models["name"]: models.early_stopped(EarlyStopping(every=2))})
     assert "early-stopped: the best checkpoint on 0.1 of the training pairs held out, checked every 2 steps by loss" in card
+    assert "students early-stopped: the best" not in card   # said once, on the student's line, not in the header too
 
 
 # --- the learning-rate schedule ------------------------------------------------------------------
