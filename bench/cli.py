@@ -200,8 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "METHOD@PAIR names its model pair, to compare across the pairs of one protocol "
                                    "that share a teacher (naive@tiny+early-stop naive@tiny)")
     compare.add_argument("b", help="the method to compare against (e.g. naive, or naive@tiny)")
-    compare.add_argument("--out", type=Path, default=Path("results"),
-                         help="a results folder, or a submissions folder (default: ./results)")
+    compare.add_argument("--out", type=Path, nargs="+", default=[Path("results")],
+                         help="a results folder, or a submissions folder (default: ./results); several add up, e.g. "
+                              "the reference seeds in submissions/mini/tiny and more seeds of the same methods")
     compare.add_argument("--by", choices=["category", "source"], help="also per category (or source)")
 
     verify = sub.add_parser("verify", help="recompute every cell's accuracies and metrics from its per-pair scores")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -29,18 +30,28 @@ def interval_text(low: float, high: float) -> str:
     return f"[{low:+.1f}, {high:+.1f}]"
 
 
-def cells_under(root: Path) -> dict[tuple[str, str], list[Cell]]:
-    """Every finished cell under a results or submissions folder with its per-pair correctness,
-    grouped by (protocol, model pair): only cells of one group can be compared."""
+def cells_under(*roots: Path) -> dict[tuple[str, str], list[Cell]]:
+    """Every finished cell under results or submissions folders with its per-pair correctness,
+    grouped by (protocol, model pair): only cells of one group can be compared. Several folders add up
+    (the reference seeds in submissions/ and more seeds of the same methods elsewhere)."""
     from bench.results import RESULT_FILE, read_cell
 
     groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
-    for path in sorted(Path(root).rglob(RESULT_FILE)):
+    for path in sorted(p for root in roots for p in Path(root).rglob(RESULT_FILE)):
         found = read_cell(path.parent)
         if found is not None:
             result, rows = found
             groups[result.protocol.name, result.models["name"]].append(cell_from_scores(result, rows, str(path.parent)))
     return groups
+
+
+def folders(root: Path | Sequence[Path]) -> list[Path]:
+    """``--out``'s folders: one, or several whose cells add up."""
+    return [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+
+
+def named(roots: list[Path]) -> str:
+    return " and ".join(map(str, roots))
 
 
 def decision_table(board: Board, baseline: str = BASELINE, category: str | None = None,
@@ -111,34 +122,35 @@ def holds(cells: list[Cell], name: str) -> bool:
     return any(c.method.split("_", 1)[0] == name.split("_", 1)[0] for c in cells)
 
 
-def one_side(groups: dict[tuple[str, str], list[Cell]], root: Path, name: str) -> tuple[str, str, list[Cell]]:
-    """(protocol, label ``slug@pair``, its cells) of a METHOD or METHOD@PAIR under ``root``."""
+def one_side(groups: dict[tuple[str, str], list[Cell]], roots: list[Path], name: str) -> tuple[str, str, list[Cell]]:
+    """(protocol, label ``slug@pair``, its cells) of a METHOD or METHOD@PAIR under ``roots``."""
     method, models = split_pair(name)
     holding = {k: v for k, v in groups.items() if holds(v, method)}
     held = {k: v for k, v in holding.items() if models is None or k[1] == models}
     if not holding:
-        raise BenchError(f"no finished cells of {method!r} under {root}")
+        raise BenchError(f"no finished cells of {method!r} under {named(roots)}")
     if not held:
-        raise BenchError(f"{name!r}: {method} is not on model pair {models} under {root}; its model pairs there: "
+        raise BenchError(f"{name!r}: {method} is not on model pair {models} under {named(roots)}; its model pairs there: "
                          f"{', '.join(sorted({pair for _, pair in holding}))}: give METHOD@PAIR with one of them")
     if len(held) > 1:
         where = ", ".join("/".join(k) for k in sorted(held))
-        fix = (f"point --out at one protocol's folder (e.g. {Path(root) / sorted(held)[0][0]})" if models
+        fix = (f"point --out at one protocol's folder (e.g. {roots[0] / sorted(held)[0][0]})" if models
                else "give METHOD@PAIR with one of those pairs")
-        raise BenchError(f"{name!r} is under {root} on {where}: {fix}")
+        raise BenchError(f"{name!r} is under {named(roots)} on {where}: {fix}")
     (protocol, pair), cells = next(iter(held.items()))
     slug = resolve(sorted({c.method for c in cells}), method)
     return protocol, f"{slug}@{pair}", [c for c in cells if c.method == slug]
 
 
-def board_across_pairs(root: Path, names: list[str]) -> tuple[Board, list[str]]:
+def board_across_pairs(root: Path | Sequence[Path], names: list[str]) -> tuple[Board, list[str]]:
     """The board of two methods on two model pairs of one protocol (``naive@tiny+early-stop`` against
     ``naive@tiny``): a training setting against the same method without it. Paired only when both sides
     have the same cells and test pairs and their students learned from one teacher: every cell's teacher
     must judge every test pair alike on both sides, else the difference would mix two teachers' errors
     into the students'."""
-    groups = cells_under(root)
-    (pa, a, cells_a), (pb, b, cells_b) = (one_side(groups, root, n) for n in names)
+    roots = folders(root)
+    groups = cells_under(*roots)
+    (pa, a, cells_a), (pb, b, cells_b) = (one_side(groups, roots, n) for n in names)
     if pa != pb:
         raise BenchError(f"{a} is on protocol {pa} and {b} on {pb}: a paired comparison needs the same test pairs; "
                          "compare runs of one protocol")
@@ -168,20 +180,22 @@ def board_across_pairs(root: Path, names: list[str]) -> tuple[Board, list[str]]:
         raise BenchError(f"cannot compare {a} and {b}: {error}") from None
 
 
-def board_for(root: Path, names: list[str] | None = None) -> tuple[Board, list[str]]:
-    """The bootstrap board of the one (protocol, model pair) under ``root`` that holds ``names`` (all
-    its methods without names), and the names resolved to slugs; a name with ``@PAIR`` compares across
-    model pairs (``board_across_pairs``)."""
+def board_for(root: Path | Sequence[Path], names: list[str] | None = None) -> tuple[Board, list[str]]:
+    """The bootstrap board of the one (protocol, model pair) under ``root`` (a folder, or several whose cells
+    add up) that holds ``names`` (all its methods without names), and the names resolved to slugs; a name
+    with ``@PAIR`` compares across model pairs (``board_across_pairs``)."""
     if names and any(split_pair(n)[1] for n in names):
         return board_across_pairs(root, names)
-    groups = cells_under(root)
+    roots = folders(root)
+    groups = cells_under(*roots)
     if names:
         groups = {k: v for k, v in groups.items() if all(holds(v, n) for n in names)}
     if not groups:
-        raise BenchError(f"no finished results under {root}" + (f" holding {' and '.join(names)}" if names else ""))
+        raise BenchError(f"no finished results under {named(roots)}" + (f" holding {' and '.join(names)}" if names else ""))
     if len(groups) > 1:
-        raise BenchError(f"{root} holds several protocol x model pairs ({', '.join('/'.join(k) for k in groups)}); "
-                         f"point at one of them, e.g. {Path(root) / '/'.join(next(iter(groups)))}")
+        raise BenchError(f"under {named(roots)} are several protocol x model pairs "
+                         f"({', '.join('/'.join(k) for k in groups)}); point at one of them, e.g. "
+                         f"{roots[0] / '/'.join(next(iter(groups)))}")
     cells = next(iter(groups.values()))
     slugs = [resolve(sorted({c.method for c in cells}), n) for n in names or []]
     if slugs:
@@ -189,4 +203,4 @@ def board_for(root: Path, names: list[str] | None = None) -> tuple[Board, list[s
     try:
         return Board(cells), slugs
     except ValueError as error:
-        raise BenchError(f"cannot compare the methods under {root}: {error}") from None
+        raise BenchError(f"cannot compare the methods under {named(roots)}: {error}") from None

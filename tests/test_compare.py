@@ -76,7 +76,7 @@ def test_compare_across_model_pairs_needs_one_protocol_one_set_of_cells_and_one_
               ("x", "one-seed"): synthetic_cells("naive", seeds=(0,)),
               ("x", "other-pairs"): synthetic_cells("naive", pair_ids=[f"q{i}" for i in range(8)]),
               ("y", "gce-only"): synthetic_cells("gce")}
-    monkeypatch.setattr(compare, "cells_under", lambda root: groups)
+    monkeypatch.setattr(compare, "cells_under", lambda *roots: groups)
 
     def refused(a: str, b: str) -> str:
         with pytest.raises(BenchError) as error:
@@ -116,3 +116,12 @@ def test_rerun_drift_of_a_submission_against_itself_is_nothing():
     empty = subprocess.run([sys.executable, str(script), str(naive), str(SUBMISSIONS / "no-such")],
                            capture_output=True, text=True)
     assert empty.returncode == 2 and "no finished cell is in both" in empty.stderr
+
+
+def test_compare_adds_up_several_folders_and_refuses_a_cell_twice(capsys):
+    """--out A B: the cells of both, as if in one folder (more seeds beside the reference ones)."""
+    apart = board_for([SUBMISSIONS / "gce_exponent=0.7", SUBMISSIONS / "naive"], ["gce", "naive"])[0]
+    together = board_for(SUBMISSIONS, ["gce", "naive"])[0]
+    assert apart.compare("gce_exponent=0.7", "naive").deltas == together.compare("gce_exponent=0.7", "naive").deltas
+    assert main(["compare", "gce", "naive", "--out", str(SUBMISSIONS / "naive"), str(SUBMISSIONS)]) == 2
+    assert "has a cell (seed, source) twice" in capsys.readouterr().err
