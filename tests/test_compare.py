@@ -125,3 +125,14 @@ def test_compare_adds_up_several_folders_and_refuses_a_cell_twice(capsys):
     assert apart.compare("gce_exponent=0.7", "naive").deltas == together.compare("gce_exponent=0.7", "naive").deltas
     assert main(["compare", "gce", "naive", "--out", str(SUBMISSIONS / "naive"), str(SUBMISSIONS)]) == 2
     assert "has a cell (seed, source) twice" in capsys.readouterr().err
+
+
+def test_the_extra_seeds_recompute_and_join_the_reference_seeds(capsys):
+    """extra-seeds/ (seeds 3-6 of three methods) recomputes, and with the submissions' seeds 0-2 makes seven."""
+    extra = SUBMISSIONS.parents[2] / "extra-seeds" / "mini" / "tiny"
+    assert main(["verify", "--out", str(extra)]) == 0
+    assert "72 of 72 cells recompute exactly" in capsys.readouterr().out
+    board, names = board_for([SUBMISSIONS, extra], ["reliability-filter", "naive"])
+    assert board.seeds == tuple(range(7)) and names[0].startswith("reliability-filter_")
+    delta = board.compare(*names).deltas["nts"]
+    assert delta.t_low < 0 < delta.t_high   # the README's reading: undecided over seven seeds too
