@@ -5,7 +5,7 @@
 Cells are paired by (protocol, model pair, method and params, seed, source); only finished cells count
 (bench.results.read_cell: their numbers recompute from their scores). Per cell it prints the largest
 change of any teacher or student score, how many test pairs' verdicts (r(chosen) > r(rejected))
-flipped, and the change of the student's ID and OOD accuracy and of the cell's mean NTS; then each
+flipped (bench.stats.correctness), and the change of the student's ID and OOD accuracy and of the cell's mean NTS; then each
 side's mean NTS over the paired cells and the change per seed. The teacher's verdicts decide whether
 the two sides can be compared pair by pair at all (`bench compare METHOD@PAIR` refuses otherwise).
 docs/reliability.md ("A rerun on another machine") has a measurement.
@@ -22,6 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.results import RESULT_FILE, params_slug, read_cell  # noqa: E402
+from bench.stats import correctness  # noqa: E402
 
 
 def cells(root: Path) -> dict[tuple, tuple]:
@@ -83,15 +84,15 @@ def main() -> int:
         for who, cols in (("teacher", slice(0, 2)), ("student", slice(2, 4))):
             pa, pb = xa[:, cols], xb[:, cols]
             drift.append(float(np.abs(pa - pb).max()))
-            n = int((np.sign(pa[:, 0] - pa[:, 1]) != np.sign(pb[:, 0] - pb[:, 1])).sum())
+            n = int((correctness(pa[:, 0], pa[:, 1]) != correctness(pb[:, 0], pb[:, 1])).sum())
             flipped.append(n)
             flips[who] += n
         pairs += len(ids)
-
         d_id, d_ood = accuracy(rb, "id") - accuracy(ra, "id"), accuracy(rb, "ood") - accuracy(ra, "ood")
-        per_seed[key[3]].append((cell_nts(ra), cell_nts(rb)))
+        nts = cell_nts(ra), cell_nts(rb)
+        per_seed[key[3]].append(nts)
         print(f"{key[3]:>4} {key[4]:<18} {drift[0]:>14.2e} {flipped[0]:>5} {drift[1]:>14.2e} {flipped[1]:>5} "
-              f"{d_id:>+8.2f} {d_ood:>+9.2f} {cell_nts(rb) - cell_nts(ra):>+6.2f}")
+              f"{d_id:>+8.2f} {d_ood:>+9.2f} {nts[1] - nts[0]:>+6.2f}")
     nts_a = np.mean([x for v in per_seed.values() for x, _ in v])
     nts_b = np.mean([y for v in per_seed.values() for _, y in v])
     print(f"verdicts flipped: teacher {flips['teacher']}, student {flips['student']} of {pairs} (cell, test pair) "
