@@ -4,8 +4,8 @@
 
 Cells are paired by (protocol, model pair, method and params, seed, source); only finished cells count
 (bench.results.read_cell: their numbers recompute from their scores). Per cell it prints the largest
-change of any teacher or student score, how many test pairs' verdicts (r(chosen) > r(rejected))
-flipped (bench.stats.correctness), and the change of the student's ID and OOD accuracy and of the cell's mean NTS; then each
+change of any teacher or student score, how many test pairs' verdicts (bench.stats.correctness)
+flipped, and the change of the student's ID and OOD accuracy and of the cell's mean NTS; then each
 side's mean NTS over the paired cells and the change per seed. The teacher's verdicts decide whether
 the two sides can be compared pair by pair at all (`bench compare METHOD@PAIR` refuses otherwise).
 docs/reliability.md ("A rerun on another machine") has a measurement.
