@@ -57,6 +57,13 @@ def parse_early_stopping(text: str):
     return EarlyStopping(**values)
 
 
+def parse_replicate(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) > 9999:
+        raise argparse.ArgumentTypeError(f"invalid replicate {text!r}: give a whole number from 0 to 9999 (e.g. "
+                                         "--replicate 1)")
+    return int(text)
+
+
 def parse_grid(text: str) -> tuple[str, list[str]]:
     key, values = parse_param(text)
     points = [v.strip() for v in values.split(",") if v.strip()]
@@ -102,6 +109,10 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--scorer", choices=["hf", "vllm"], default="hf",
                      help="how the student is scored: hf (default) or vllm, for decoder reward models on a GPU "
                           "(pip install -e '.[vllm]'; docs/performance.md)")
+    run.add_argument("--replicate", type=parse_replicate, default=0, metavar="R",
+                     help="train each cell's student again with fresh randomness (R = 1, 2, ...) on the same split, "
+                          "teacher and labels; its rows are named METHOD#R, so `bench compare naive naive#1` measures "
+                          "run-to-run noise alone (the A/A test, docs/statistics.md). Default 0: the cell itself")
     run.add_argument("--early-stopping", nargs="?", const="", metavar="KEY=VALUE,...",
                      help="keep each student's best checkpoint on a held-out share of its training pairs, labelled "
                           "as it trains (the teacher's labels), never on the test splits: holdout=0.1 of the pairs, "

@@ -77,6 +77,26 @@ def sub_seed(seed: int, stage: str) -> int:
     return random.Random(f"{seed}/{stage}").getrandbits(31)
 
 
+# The stages that seed the student alone: a replicate (``stage_seed``) draws these anew and keeps the rest.
+STUDENT_STAGES = ("student-init", "student-order")
+
+
+def cell_seed(protocol: ProtocolSpec, seed: int, source: str) -> int:
+    """The seed a cell's stages derive from: the protocol's seed itself when its sources share their
+    randomness (``ProtocolSpec.seeding`` "shared", v1), else one of the cell's own, so that no two cells
+    of a seed share a split, a teacher init, a student init or a batch order."""
+    return seed if protocol.seeding == "shared" else sub_seed(seed, f"cell/{source}")
+
+
+def stage_seed(protocol: ProtocolSpec, seed: int, source: str, stage: str, replicate: int = 0) -> int:
+    """The seed of one stage of a cell. Replicate r > 0 of a cell trains its student again with fresh
+    randomness (``STUDENT_STAGES``) on the same split, teacher and labels: two replicates of one method
+    differ by run-to-run noise alone (the A/A test, docs/statistics.md). Replicate 0 is the cell itself."""
+    if replicate and stage in STUDENT_STAGES:
+        stage = f"{stage}#{replicate}"
+    return sub_seed(cell_seed(protocol, seed, source), stage)
+
+
 def split_prompt_disjoint(pairs: list[Pair], seed: int) -> tuple[list[Pair], list[Pair]]:
     """Two halves with no prompt in common, balanced in pairs; the same seed gives the same halves.
 

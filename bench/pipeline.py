@@ -23,7 +23,8 @@ from datetime import datetime, timezone
 from functools import cached_property, lru_cache
 
 from bench.cache import LOCKS, Cache, SharedWork
-from bench.data import LoadedSplit, Pair, eval_sets, load_pairs, split_prompt_disjoint, sub_seed
+from bench.data import (STUDENT_STAGES, LoadedSplit, Pair, cell_seed, eval_sets, load_pairs, split_prompt_disjoint,
+                        stage_seed)
 from bench.distributed import on_main_process, state
 from bench.env import environment
 from bench.label_stage import has_label_stage, label_code, label_stage
@@ -33,7 +34,7 @@ from bench.models import formatter_for, load_reward_model, load_tokenizer, max_p
 from bench.protocols import DATASETS, protocol_hash
 from bench.report import params_text
 from bench.results import (SCHEMA_VERSION, CellResult, ExternalStudent, LabelsRecord, cell_dir, load_cell, params_slug,
-                           write_cell)
+                           replicate_slug, write_cell)
 from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
 from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
@@ -129,6 +130,9 @@ class RunContext:
                             "method": self.method.name, "params": self.method.params.model_dump(),
                             "method_code": method_code(type(self.method)),
                             "source": source, "seed": seed, "schema": SCHEMA_VERSION,
+                            # a replicate retrains the student with fresh randomness (bench.data.stage_seed);
+                            # replicate 0 has no such field, so cells run before replicates keep their keys
+                            **({"replicate": self.settings.replicate} if self.settings.replicate else {}),
                             **({"scorer": self.settings.scorer} if self.settings.scorer != "hf" else {}),
                             # a label-side method's cell also depends on the label stage's code; other cells
                             # do not, so changing that code recomputes only theirs
@@ -162,14 +166,16 @@ class CellData:
 
 
 def cell_data(ctx: RunContext, source: str, seed: int, timings: dict[str, float]) -> CellData:
-    """Stages 1-3 of a cell: load, split, teacher (cached)."""
+    """Stages 1-3 of a cell: load, split, teacher (cached). Split and teacher draw from the cell's seed
+    (bench.data.cell_seed: the protocol's seed, or one of the cell's own)."""
     # 1. load: the source's train pool and the test split of the source and of each target
     pool = ctx.pairs(source, "train")
     evals = {name: ctx.pairs(name, "test") for name in eval_sets(ctx.protocol, source)}
     # 2. split: two prompt-disjoint halves, A for the teacher and B for the student
-    half_a, half_b = split_prompt_disjoint(pool, seed)
+    own = cell_seed(ctx.protocol, seed, source)
+    half_a, half_b = split_prompt_disjoint(pool, own)
     # 3. teacher: trained on A with gold labels; labels B; scores every eval set (cached)
-    teacher = teacher_stage(ctx, source, seed, half_a, half_b, evals, timings)
+    teacher = teacher_stage(ctx, source, own, half_a, half_b, evals, timings)
     return CellData(pool, evals, half_a, half_b, teacher)
 
 
@@ -182,7 +188,6 @@ def training_targets(teacher: Teacher, labels: str) -> list[float]:
 
 
 TEACHER_STAGES = ("split", "order", "teacher-init", "teacher-order")
-STUDENT_STAGES = ("student-init", "student-order")
 
 
 def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell_key: str, method: dict,
@@ -209,7 +214,8 @@ def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell
         source=source,
         category=ctx.protocol.category_of(source),
         seed=seed,
-        derived_seeds={stage: sub_seed(seed, stage) for stage in stages},
+        replicate=ctx.settings.replicate,
+        derived_seeds={stage: stage_seed(ctx.protocol, seed, source, stage, ctx.settings.replicate) for stage in stages},
         eval_sets={name: {"role": role, "n_pairs": len(evals[name]),
                           "teacher_acc": accuracies[name]["teacher"], "student_acc": accuracies[name]["student"]}
                    for name, role in eval_sets(ctx.protocol, source).items()},
@@ -253,7 +259,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
 
     # 4. soft labels: what the student learns from (the ceiling learns from gold instead); a label-side
     # method's label stage (cached) makes them, for all of half B or the pairs it keeps
-    stage = label_stage(ctx, source, seed, data, shared, timings) if has_label_stage(ctx.method) else None
+    stage = (label_stage(ctx, source, cell_seed(ctx.protocol, seed, source), data, shared, timings)
+             if has_label_stage(ctx.method) else None)
     kept = stage.kept if stage else list(range(len(teacher.ordered)))
     ordered = [teacher.ordered[i] for i in kept]
     targets = stage.targets if stage else training_targets(teacher, ctx.method.labels)
@@ -264,11 +271,12 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     examples: list[TrainExample] = []
     student_log: dict = {"trained": False}
     if ctx.method.trains:
-        student = load_reward_model(ctx.models.strong, seed=sub_seed(seed, "student-init"))
+        seeds = {name: stage_seed(ctx.protocol, seed, source, name, ctx.settings.replicate) for name in STUDENT_STAGES}
+        student = load_reward_model(ctx.models.strong, seed=seeds["student-init"])
         examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q, tuple(row))
                     for o, q, row in zip(ordered, targets, per_teacher)]
         student_log = train_student(student, examples, ctx.models.student_train, ctx.method, shared=shared,
-                                    seed=sub_seed(seed, "student-order"), desc=f"student {source} s{seed}")
+                                    seed=seeds["student-order"], desc=f"student {source} s{seed}")
     timings["student_train"] = time.perf_counter() - t
 
     # 6. score: the student on every eval set
@@ -298,7 +306,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
         truncated=sum(e.a.truncated + e.b.truncated for e in examples),
         formatters={w: ctx.formatter(w).provenance() for w in ("weak", "strong")}, timings=timings, started=started,
         label_stage=stage.record(len(teacher.ordered)) if stage else None)
-    folder = cell_dir(ctx.settings.out, ctx.protocol.name, ctx.models.name, slug_of(ctx.method), seed, source)
+    folder = cell_dir(ctx.settings.out, ctx.protocol.name, ctx.models.name, run_slug(ctx.settings, ctx.method), seed,
+                      source)
     written = on_main_process(lambda: write_cell(folder, result, rows))  # launched on several processes: one writes
     return written or result
 
@@ -322,6 +331,11 @@ def slug_of(method: Method) -> str:
     return params_slug(method.name, method.params.model_dump())
 
 
+def run_slug(settings: RunSettings, method: Method) -> str:
+    """The folder and row name of a run's cells: the method's slug, ``#r`` for replicate r > 0 (``naive#1``)."""
+    return replicate_slug(slug_of(method), settings.replicate)
+
+
 # --- a run: many cells ----------------------------------------------------------------------------
 def check_cells(ctx: RunContext, cells: list[tuple[int, str]]) -> None:
     """What would fail a cell after its teacher trained, checked before any work: a train pool whose
@@ -333,7 +347,7 @@ def check_cells(ctx: RunContext, cells: list[tuple[int, str]]) -> None:
 
     for seed, source in cells:
         pool = ctx.pairs(source, "train")
-        half_a, half_b = split_prompt_disjoint(pool, seed)
+        half_a, half_b = split_prompt_disjoint(pool, cell_seed(ctx.protocol, seed, source))
         if min(len(half_a), len(half_b)) < MIN_HALF_PAIRS:
             groups = len({p.group_key for p in pool})
             raise BenchError(
@@ -361,7 +375,7 @@ def checked_method(settings: RunSettings) -> Method:
 
 
 def cell_folders(settings: RunSettings, method: Method) -> dict[tuple[int, str], Path]:
-    return {cell: cell_dir(settings.out, settings.protocol.name, settings.models.name, slug_of(method), *cell)
+    return {cell: cell_dir(settings.out, settings.protocol.name, settings.models.name, run_slug(settings, method), *cell)
             for cell in settings.cells}
 
 

@@ -113,7 +113,9 @@ class CellResult(_Schema):
     source: str                        # the dataset the student trained on (its train pool's half B)
     category: str                      # the source's category; its siblings are the targets
     seed: int                          # the cell's seed
-    derived_seeds: dict[str, int]      # the seed of each stage, bench.data.sub_seed(seed, stage)
+    replicate: int = 0                 # r > 0: the student trained again with fresh randomness, same teacher and
+                                       # labels (bench.data.stage_seed; the A/A test); its row is ``slug#r``
+    derived_seeds: dict[str, int]      # the seed of each stage, bench.data.stage_seed(protocol, seed, source, stage)
     eval_sets: dict[str, EvalSetResult]   # the source's test split (id) and each target's (ood)
     metrics: dict[str, CellMetrics]    # per target
     datasets: dict[str, dict[str, Any]]   # per split read: where its rows came from, read, kept, dropped by reason
@@ -146,6 +148,11 @@ def params_slug(method: str, params: dict) -> str:
     slug = "_".join([method, *(f"{k}={v}" for k, v in sorted(params.items()))])
     slug = re.sub(r"[^A-Za-z0-9.=_+-]", "-", slug)
     return slug if len(slug) <= 96 else f"{slug[:80]}_{stable_hash(params, 12)}"
+
+
+def replicate_slug(slug: str, replicate: int) -> str:
+    """A run's name: the method's slug, with ``#r`` for replicate r > 0 (``naive#1``)."""
+    return f"{slug}#{replicate}" if replicate else slug
 
 
 def cell_dir(out: Path, protocol: str, models: str, slug: str, seed: int, source: str) -> Path:

@@ -37,6 +37,8 @@ class RunSettings:
     data_dir: Path | None = None           # real datasets from local files instead of the Hub
     method_file: Path | None = None        # a file defining the method: worker processes load it too
     scorer: str = "hf"                     # how the student is scored (bench/scorers)
+    replicate: int = 0                     # r > 0: train the students again with fresh randomness, same teachers
+                                           # and labels (bench.data.stage_seed): rows named ``method#r``
 
     def __post_init__(self) -> None:  # tuples and paths whatever the caller passed, so settings pickle and compare
         for name, kind in (("sources", tuple), ("seeds", tuple), ("out", Path), ("cache_dir", Path)):

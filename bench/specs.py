@@ -91,6 +91,11 @@ class ProtocolSpec:
     seeds: tuple[int, ...]             # the seeds a complete evaluation runs
     max_length: int                    # tokens per (prompt, response) sequence
     truncation: str = "prompt from the left (keeps the latest turn) down to a quarter of the budget, then the response from the right"
+    # How a cell's randomness derives from its seed (bench.data.cell_seed). "shared": every source of a
+    # seed draws the same stage seeds (v1: its six runs share the student's init and batch order, so they
+    # are not independent). "per-source": each (seed, source) cell draws its own, so every training run is
+    # an independent unit of analysis. The default is left out of the hash: v1 protocols keep theirs.
+    seeding: Literal["shared", "per-source"] = "shared"
 
     @property
     def datasets(self) -> tuple[str, ...]:

@@ -59,7 +59,7 @@ def correctness(chosen: Sequence[float], rejected: Sequence[float]) -> np.ndarra
 
 def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
     """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz."""
-    from bench.results import params_slug
+    from bench.results import params_slug, replicate_slug
 
     if not isinstance(result, Mapping):     # a schema object (pydantic) rather than the JSON dict
         result = result.model_dump(mode="json")
@@ -83,7 +83,8 @@ def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
     sets.sort(key=lambda s: s.role != "id")
     if [s.role for s in sets].count("id") != 1 or sets[0].name != result["source"]:
         raise ValueError(f"{where}: needs exactly one ID eval set, the source {result['source']}")
-    return Cell(params_slug(result["method"]["name"], result["method"]["params"]), int(result["seed"]),
+    slug = replicate_slug(params_slug(result["method"]["name"], result["method"]["params"]), result.get("replicate", 0))
+    return Cell(slug, int(result["seed"]),
                 result["source"], result["category"], tuple(sets))
 
 

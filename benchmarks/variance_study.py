@@ -1,0 +1,262 @@
+"""The variance study of `mini`'s design: what a one-point decision on Δ NTS against naive costs.
+
+A decision's cost is (runs needed) x (CPU-seconds per run), and the runs needed grow with the
+per-run variance of the paired difference: with n independent runs in 6 sources, the 95% interval's
+half-width is t(0.975, n - 6) * sd / sqrt(n), where sd is the SD of one run's Δ NTS within its source.
+So a design is scored by sd^2 x cost, and this script measures both for designs of `mini` x `tiny`
+that differ in one or two knobs. Every design seeds each (seed, source) cell on its own
+(ProtocolSpec.seeding "per-source"), so its runs are independent.
+
+Arms, per (design, seed, source): naive; naive again with fresh student randomness (replicate 1: the
+A/A noise floor, same teacher and labels); ANCHOR at lam = 1; confidence (alpha 0.5). ANCHOR holds the
+student near its pretrained features and confidence sharpens its own labels: two different ways of
+moving away from naive's training.
+
+A design is a name of knobs joined by "_" ("base" for none):
+    epN      the student trains N epochs (v1: 1)
+    lrX      the student's learning rate (v1: 1e-4)
+    LN       the student is MiniLM cut to its first N layers (v1: all 6)
+    poolN    train pool pairs per source, split in halves (v1: 1600)
+    cueX     the spurious cues' strength in their own domain (v1: 0.5)
+
+    python benchmarks/variance_study.py run --designs base ep3 --seeds 0 1 [--worker 0/2]
+    python benchmarks/variance_study.py analyse --designs base ep3 [--csv docs/results/variance-study.csv]
+
+`run` is resumable (finished cells are skipped) and writes under --out (default study/variance, not
+committed); each cell's CPU-seconds (this process's user + system time, one torch thread) go to
+costs.jsonl beside them. `analyse` reads the finished cells and prints, per design and arm, the
+per-run SD of Δ NTS against naive pooled within sources, the CPU-seconds per run, sd^2 x cost, and
+the runs and CPU-hours a ±1-point interval needs; --test-size N recomputes every accuracy on the
+first N pairs of each test split (what a protocol with N test pairs scores: mini's splits are
+generated in order), so test size is a knob with no runs of its own.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import re
+import resource
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")
+
+ARMS = (("naive", {}, 0), ("naive", {}, 1), ("anchor", {"lam": "1.0"}, 0), ("confidence", {}, 0))
+KNOBS = {"ep": r"ep(\d+)", "lr": r"lr([0-9.]+e-?[0-9]+|[0-9.]+)", "L": r"L(\d+)", "pool": r"pool(\d+)",
+         "cue": r"cue([0-9.]+)"}
+
+
+def knobs(design: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for token in [] if design == "base" else design.split("_"):
+        for knob, pattern in KNOBS.items():
+            match = re.fullmatch(pattern, token)
+            if match:
+                found[knob] = match[1]
+                break
+        else:
+            raise SystemExit(f"design {design!r}: unknown knob {token!r}; knobs: epN lrX LN poolN cueX")
+    return found
+
+
+def specs(design: str):
+    """(protocol, model pair) of a design: mini x tiny with its knobs, every cell seeded on its own."""
+    from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS
+    from bench.specs import frozen_map
+
+    k = knobs(design)
+    protocol = PROTOCOLS.get("mini")
+    categories = protocol.categories
+    if "cue" in k:   # the datasets with another cue strength, registered under a name of their own
+        prefix = f"mini-cue{k['cue']}"
+        for name in protocol.datasets:
+            new = name.replace("mini/", f"{prefix}/")
+            if new not in DATASETS:
+                spec = DATASETS.get(name)
+                DATASETS.register(new, dataclasses.replace(spec, name=new, options=frozen_map(
+                    {**spec.kwargs, "cue_strength": float(k["cue"])})))
+        categories = tuple((c, tuple(n.replace("mini/", f"{prefix}/") for n in names)) for c, names in categories)
+    # Named by its data knobs alone: designs that differ only in the student share their teachers (cached).
+    data = "_".join(f"{key}{k[key]}" for key in ("pool", "cue") if key in k) or "base"
+    protocol = dataclasses.replace(protocol, name=f"mini-study-{data}", version="study", seeding="per-source",
+                                   categories=categories,
+                                   train_pool_size=int(k.get("pool", protocol.train_pool_size)))
+    models = MODEL_PAIRS.get("tiny")
+    strong, train = models.strong, models.student_train
+    if "L" in k:
+        strong = dataclasses.replace(strong, name=f"minilm-l{k['L']}", num_layers=int(k["L"]))
+    train = dataclasses.replace(train, epochs=int(k.get("ep", train.epochs)),
+                                learning_rate=float(k.get("lr", train.learning_rate)))
+    models = dataclasses.replace(models, name=f"tiny-study-{design}", strong=strong, student_train=train)
+    return protocol, models
+
+
+def run(args) -> None:
+    import torch
+
+    from bench.errors import CellsFailedError
+    from bench.pipeline import checked_method, run_slug
+    from bench.pipeline import run as run_cells
+    from bench.results import cell_dir, load_cell
+    from bench.settings import RunSettings, default_cache_dir
+
+    torch.set_num_threads(1)
+    index, workers = (int(x) for x in args.worker.split("/"))
+    units = [(d, s, src) for d in args.designs for s in args.seeds for src in specs(d)[0].datasets]
+    mine = units[index::workers]
+    print(f"# worker {index}/{workers}: {len(mine)} units x {len(ARMS)} arms, torch {torch.__version__}, 1 thread",
+          flush=True)
+    for design, seed, source in mine:
+        protocol, models = specs(design)
+        out = args.out / design
+        for method, params, replicate in ARMS:
+            settings = RunSettings(protocol=protocol, models=models, method=method, params=params, sources=(source,),
+                                   seeds=(seed,), out=out, cache_dir=args.cache_dir or default_cache_dir(),
+                                   replicate=replicate,
+                                   command=f"python benchmarks/variance_study.py run --designs {design} --seeds {seed}")
+            slug = run_slug(settings, checked_method(settings))
+            if load_cell(cell_dir(out, protocol.name, models.name, slug, seed, source)) is not None:
+                continue   # finished: run_cells would skip it (a cell of other code runs again, and is timed)
+            usage, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+            try:
+                (result,) = run_cells(settings)
+            except CellsFailedError as error:
+                print(f"[failed] {design} {slug} seed {seed} {source}: {error}", flush=True)
+                continue
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            cost = {"design": design, "run": slug, "seed": seed, "source": source,
+                    "cpu_s": after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime,
+                    "wall_s": time.perf_counter() - wall, "teacher_trained": not result.teacher["reused"],
+                    "timings_s": result.timings_s}
+            with open(out / "costs.jsonl", "a") as handle:
+                handle.write(json.dumps(cost) + "\n")
+            nts = sum(m.nts for m in result.metrics.values()) / len(result.metrics)
+            print(f"{design} {slug} seed {seed} {source}: NTS {nts:+.2f}, {cost['cpu_s']:.0f} CPU-s", flush=True)
+
+
+# --- analysis -------------------------------------------------------------------------------------------
+def runs_of(folder: Path, test_size: int | None) -> list[dict]:
+    """Every finished cell under a design's folder: run name, seed, source, teacher and student accuracy
+    on the ID split and each target (on the first ``test_size`` pairs of each split when given)."""
+    from bench.results import RESULT_FILE, params_slug, read_cell, replicate_slug
+    from bench.stats import correctness
+
+    found = []
+    for path in sorted(folder.rglob(RESULT_FILE)):
+        cell = read_cell(path.parent)
+        if cell is None:
+            continue
+        result, rows = cell
+        by_set: dict[str, list[dict]] = defaultdict(list)
+        for row in rows:
+            by_set[row["eval_set"]].append(row)
+        acc = {}
+        for name, got in by_set.items():
+            got = got[:test_size] if test_size else got
+            acc[name] = {who: 100 * float(correctness([float(r[f"{who}_chosen"]) for r in got],
+                                                       [float(r[f"{who}_rejected"]) for r in got]).mean())
+                         for who in ("teacher", "student")}
+        slug = replicate_slug(params_slug(result.method.name, result.method.params), result.replicate)
+        found.append({"run": slug, "seed": result.seed, "source": result.source, "acc": acc,
+                      "misfit": result.misfit.disagreement if result.misfit else None})
+    return found
+
+
+def run_metrics(run: dict) -> dict[str, float]:
+    from bench.metrics import cell_metrics
+
+    per_target = cell_metrics(run["acc"], run["source"])
+    return {k: statistics.fmean(m[k] for m in per_target.values()) for k in ("wrg", "aog", "nts")}
+
+
+def pooled_sd(deltas: dict[str, list[float]]) -> tuple[float, int]:
+    """The SD of one run's value around its source's mean, pooled over sources, and its degrees of freedom."""
+    ss = sum(sum((x - statistics.fmean(xs)) ** 2 for x in xs) for xs in deltas.values() if len(xs) > 1)
+    df = sum(len(xs) - 1 for xs in deltas.values() if len(xs) > 1)
+    return (math.sqrt(ss / df) if df else math.nan), df
+
+
+def runs_for_half_width(sd: float, sources: int = 6, target: float = 1.0) -> int:
+    """The fewest independent runs (a whole number of seeds x sources) whose stratified t-interval has
+    half-width <= target at this per-run SD."""
+    from bench.stats import t_quantile
+
+    if not math.isfinite(sd):
+        return 0
+    for seeds in range(2, 100000):
+        n = seeds * sources
+        if t_quantile(0.975, n - sources) * sd / math.sqrt(n) <= target:
+            return n
+    return 0
+
+
+def analyse(args) -> None:
+    import csv
+
+    rows_out = []
+    print(f"# per-run Δ NTS against naive, SD pooled within sources; cost: median CPU-s of a student run "
+          f"(teacher reused, one thread){f'; test splits cut to {args.test_size} pairs' if args.test_size else ''}")
+    header = ("design", "arm", "runs", "Δ NTS", "sd", "df", "CPU-s/run", "sd²×cost", "runs for ±1", "CPU-h for ±1",
+              "naive WRG", "naive AOG", "naive NTS")
+    print(" | ".join(header))
+    for design in args.designs:
+        folder = args.out / design if (args.out / design).is_dir() else Path(design)
+        runs = runs_of(folder, args.test_size)
+        costs = [json.loads(line) for line in (folder / "costs.jsonl").read_text().splitlines()] \
+            if (folder / "costs.jsonl").is_file() else []
+        by = {(r["run"], r["seed"], r["source"]): r for r in runs}
+        naive = {(s, src): run_metrics(r) for (name, s, src), r in by.items() if name == "naive"}
+        for name in sorted({r["run"] for r in runs} - {"naive"}):
+            deltas: dict[str, list[float]] = defaultdict(list)
+            for (n, s, src), r in by.items():
+                if n == name and (s, src) in naive:
+                    deltas[src].append(run_metrics(r)["nts"] - naive[s, src]["nts"])
+            sd, df = pooled_sd(deltas)
+            spent = [c["cpu_s"] for c in costs if c["run"] == name and not c["teacher_trained"]]
+            cost = statistics.median(spent) if spent else math.nan
+            need = runs_for_half_width(sd)
+            flat = [d for ds in deltas.values() for d in ds]
+            naive_m = [naive[k] for k in naive]
+            row = {"design": design, "arm": name, "runs": len(flat), "delta_nts": statistics.fmean(flat) if flat else math.nan,
+                   "sd": sd, "df": df, "cpu_s_per_run": cost, "sd2_cost": sd * sd * cost, "runs_for_1": need,
+                   "cpu_h_for_1": need * cost / 3600,
+                   **{f"naive_{k}": statistics.fmean(m[k] for m in naive_m) for k in ("wrg", "aog", "nts")}}
+            rows_out.append(row)
+            print(" | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row.values()))
+    if args.csv:
+        with open(args.csv, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows_out[0]))
+            writer.writeheader()
+            writer.writerows(rows_out)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    for name in ("run", "analyse"):
+        c = sub.add_parser(name)
+        c.add_argument("--designs", nargs="+", default=["base"])
+        c.add_argument("--out", type=Path, default=ROOT / "study" / "variance")
+    sub.choices["run"].add_argument("--seeds", nargs="+", type=int, default=[0, 1])
+    sub.choices["run"].add_argument("--worker", default="0/1", help="I/N: this process runs every N-th unit from I")
+    sub.choices["run"].add_argument("--cache-dir", type=Path)
+    sub.choices["analyse"].add_argument("--test-size", type=int)
+    sub.choices["analyse"].add_argument("--csv", type=Path)
+    args = p.parse_args()
+    if args.command == "run":
+        for design in args.designs:
+            knobs(design)
+    (run if args.command == "run" else analyse)(args)
+
+
+if __name__ == "__main__":
+    main()
