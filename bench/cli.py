@@ -215,6 +215,17 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a results folder, or a submissions folder (default: ./results); several add up, e.g. "
                               "the reference seeds in submissions/mini/tiny and more seeds of the same methods")
     compare.add_argument("--by", choices=["category", "source"], help="also per category (or source)")
+    compare.add_argument("--until-decided", action="store_true",
+                         help="run more seeds of both methods, a batch at a time, until their NTS difference is "
+                              "decided or known to ±--precision points, or --budget is spent (a protocol seeded per "
+                              "source, whose sequential boundaries keep the 95%% however early it stops; resumable)")
+    compare.add_argument("--budget", type=float, default=2.0, metavar="CPU_HOURS",
+                         help="with --until-decided: CPU-hours this command may spend (default 2)")
+    compare.add_argument("--precision", type=float, default=1.0, metavar="POINTS",
+                         help="with --until-decided: stop once the interval's half-width is at most this (default 1)")
+    compare.add_argument("--batch", type=int, default=1, metavar="SEEDS", help="with --until-decided: seeds per round")
+    compare.add_argument("--jobs", type=int, metavar="N", help="with --until-decided: cells at once (as bench run)")
+    compare.add_argument("--cache-dir", type=Path, default=None, help="with --until-decided: the teacher cache")
 
     verify = sub.add_parser("verify", help="recompute every cell's accuracies and metrics from its per-pair scores")
     verify.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
@@ -455,7 +466,7 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from bench.compare import cells_under, decision_table
+    from bench.compare import cells_under, decision_rule, decision_table
     from bench.report import method_table
     from bench.results import RESULT_FILE, find_cells
     from bench.stats import Board
@@ -477,19 +488,25 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"\n{protocol}/{models}: no intervals ({error})")
             continue
         print(f"\n{protocol}/{models}: 95% intervals over {len(board.seeds)} seeds and the test pairs; Δ vs naive is "
-              "paired, decided when its t-interval over the seeds excludes 0 (docs/statistics.md)")
+              f"paired, {decision_rule(board)}")
         print(decision_table(board).to_string(index=False, float_format=lambda v: f"{v:+.2f}"))
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from bench.compare import board_for, comparison_table
+    from bench.compare import board_for, comparison_table, decision_rule
     from bench.stats import BOOTSTRAP_SEED
+
+    if args.until_decided:
+        from bench.decide import until_decided
+
+        return until_decided(args.out[0] if len(args.out) == 1 else args.out, args.a, args.b,
+                             budget_hours=args.budget, precision=args.precision, batch=args.batch,
+                             jobs=args.jobs or 1, cache_dir=args.cache_dir)
 
     board, (a, b) = board_for(args.out, [args.a, args.b])
     print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds, "
-          f"{board.resamples.n} bootstrap replicates, seed {BOOTSTRAP_SEED}); a difference is decided when its "
-          "t-interval over the seeds excludes 0 (docs/statistics.md)")
+          f"{board.resamples.n} bootstrap replicates, seed {BOOTSTRAP_SEED}); a difference is {decision_rule(board)}")
     print(comparison_table(board, a, b, args.by).to_string(index=False))
     return 0
 

@@ -70,15 +70,55 @@ def decision_table(board: Board, baseline: str = BASELINE, category: str | None 
                         else str(rank.low)})
         if baseline in board.methods and method != baseline:
             delta = board.compare(method, baseline, category=category, source=source).deltas["nts"]
-            decided = not math.isnan(delta.t_low) and (delta.t_low > 0 or delta.t_high < 0)
             row.update({f"Δ NTS vs {baseline}": delta.estimate, "Δ bootstrap 95%": interval_text(delta.low, delta.high),
-                        "p": delta.p_text, "Δ t 95% (seeds)": interval_text(delta.t_low, delta.t_high),
-                        "decided": ("better" if delta.estimate > 0 else "worse") if decided else "no"})
+                        "p": delta.p_text})
+            decision = deciding_interval(board, method, baseline, "nts", category, source, delta)
+            row.update({decision_column(board): interval_text(decision.low, decision.high),
+                        "decided": ("better" if delta.estimate > 0 else "worse") if decision.decided else "no"})
+            if board.independent:
+                row["runs"] = decision.basis.split()[0]
         rows.append(row)
     table = pd.DataFrame(rows).sort_values("NTS", ascending=False, kind="stable").reset_index(drop=True)
     if "rank" in table:   # an integer, though the unranked ceiling leaves a gap
         table["rank"] = table["rank"].astype("Int64")
     return table.astype(object).where(table.notna(), "")   # the baseline has no Δ against itself
+
+
+def decision_column(board: Board) -> str:
+    """The name of the interval that decides: over independent runs, or over seeds (v1's protocols)."""
+    return "Δ 95% (runs)" if board.independent else "Δ t 95% (seeds)"
+
+
+def decision_rule(board: Board) -> str:
+    """The rule ``deciding_interval`` applies, in words."""
+    if board.independent:
+        return ("decided when its 95% interval over independent runs, stratified by source, excludes 0 (with the "
+                "protocol's sequential boundary, valid however many seeds were added until it decided; "
+                "docs/statistics.md)")
+    return "decided when its t-interval over the seeds excludes 0 (docs/statistics.md)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    low: float
+    high: float
+    decided: bool
+    basis: str           # what the interval rests on: "18 runs" or "3 seeds"
+
+
+def deciding_interval(board: Board, a: str, b: str, metric: str, category: str | None, source: str | None,
+                      delta) -> Decision:
+    """The harness's one rule for A - B. On a protocol whose runs are independent, the interval over runs
+    stratified by source with the protocol's sequential boundary (bench.stats.runs_delta); else the
+    t-interval over the per-seed differences (``delta``, bench.stats.Delta). Decided when it excludes 0."""
+    if board.independent:
+        try:
+            runs = board.runs_delta(a, b, metric, category, source)
+        except ValueError:   # fewer than two whole seeds
+            return Decision(math.nan, math.nan, False, f"{len(board.seeds)} seeds")
+        return Decision(runs.low, runs.high, runs.decided, f"{runs.runs} runs")
+    decided = not math.isnan(delta.t_low) and (delta.t_low > 0 or delta.t_high < 0)
+    return Decision(delta.t_low, delta.t_high, decided, f"{len(board.seeds)} seeds")
 
 
 def comparison_table(board: Board, a: str, b: str, by: str | None = None) -> pd.DataFrame:
@@ -92,9 +132,11 @@ def comparison_table(board: Board, a: str, b: str, by: str | None = None) -> pd.
     for category, source in scopes:
         comparison = board.compare(a, b, category=category, source=source)
         for metric, delta in comparison.deltas.items():
+            decision = deciding_interval(board, a, b, metric, category, source, delta)
             rows.append({"scope": comparison.scope, "metric": metric.upper(), f"{a} − {b}": f"{delta.estimate:+.2f}",
                          "bootstrap 95%": interval_text(delta.low, delta.high), "p": delta.p_text,
-                         f"t 95% ({comparison.seeds} seeds)": interval_text(delta.t_low, delta.t_high),
+                         "deciding 95%": f"{interval_text(decision.low, decision.high)} ({decision.basis})",
+                         "decided": "yes" if decision.decided else "no",
                          "per seed": " ".join(f"{d:+.1f}" for d in delta.per_seed)})
     return pd.DataFrame(rows)
 

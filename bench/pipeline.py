@@ -206,7 +206,9 @@ def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell
     result = CellResult(
         schema_version=SCHEMA_VERSION,
         cell_key=cell_key,
-        protocol={"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash},
+        protocol={"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash,
+                  **({"seeding": ctx.protocol.seeding} if ctx.protocol.seeding != "shared" else {}),
+                  **({"looks": list(ctx.protocol.looks)} if ctx.protocol.looks else {})},
         method=method,
         models={**to_plain(ctx.models),
                 "weak": {**to_plain(ctx.models.weak), "revision": ctx.revisions["weak"]},

@@ -45,6 +45,10 @@ class ProtocolRef(_Schema):
     name: str                          # e.g. "mini", or "w2s-shift-v1+cap-train200-test100" when capped
     version: str                       # the protocol's version string
     hash: str                          # bench.protocols.protocol_hash: the protocol and all its dataset specs
+    seeding: Literal["per-source"] | None = None   # ProtocolSpec.seeding when each cell has seeds of its own (its
+                                                    # runs are independent); None: a seed's sources share theirs (v1)
+    looks: list[int] | None = None     # ProtocolSpec.looks, [first, last]: the seeds a paired comparison may be
+                                       # decided at (bench.sequential); None: one fixed look
 
 
 class MethodRecord(_Schema):

@@ -96,6 +96,10 @@ class ProtocolSpec:
     # are not independent). "per-source": each (seed, source) cell draws its own, so every training run is
     # an independent unit of analysis. The default is left out of the hash: v1 protocols keep theirs.
     seeding: Literal["shared", "per-source"] = "shared"
+    # When a paired comparison may be looked at, for protocols whose runs are independent: after every
+    # whole seed from the first to the last, as bench.sequential.SequentialPlan; None: one look, at the
+    # seeds there are (v1's fixed-sample t-interval over seeds).
+    looks: tuple[int, int] | None = None
 
     @property
     def datasets(self) -> tuple[str, ...]:

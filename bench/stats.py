@@ -20,6 +20,7 @@ the t-interval mean ± t(0.975, S-1) sd / sqrt(S) of the S per-seed differences.
 from __future__ import annotations
 
 import functools
+from collections import defaultdict
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,6 +51,8 @@ class Cell:
     source: str
     category: str
     eval_sets: tuple[EvalSet, ...]   # the ID set first, then the targets in the result's order
+    independent: bool = False         # its protocol seeds every (seed, source) cell on its own (ProtocolSpec.seeding)
+    looks: tuple[int, int] | None = None   # the seeds a paired comparison may be decided at (ProtocolSpec.looks)
 
 
 def correctness(chosen: Sequence[float], rejected: Sequence[float]) -> np.ndarray:
@@ -84,8 +87,9 @@ def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
     if [s.role for s in sets].count("id") != 1 or sets[0].name != result["source"]:
         raise ValueError(f"{where}: needs exactly one ID eval set, the source {result['source']}")
     slug = replicate_slug(params_slug(result["method"]["name"], result["method"]["params"]), result.get("replicate", 0))
-    return Cell(slug, int(result["seed"]),
-                result["source"], result["category"], tuple(sets))
+    looks = result["protocol"].get("looks")
+    return Cell(slug, int(result["seed"]), result["source"], result["category"], tuple(sets),
+                result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None)
 
 
 def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
@@ -190,6 +194,88 @@ class RankInterval:
     nts: float
 
 
+@dataclass(frozen=True)
+class RunsDelta:
+    """A - B over independent training runs, one per (seed, source) cell, stratified by source.
+
+    d_sj = A's value minus B's in the cell of source s and seed j (a cell's value: the mean over its
+    targets); estimate = the mean over sources of each source's mean d; sd = the SD of one run's d about
+    its source's mean: sources differ several-fold in noise, so each source's variance v_s is estimated on its
+    own, sd^2 = the mean of the v_s, SE^2 = sum_s v_s / n_s / sources^2 = sd^2 / runs, and the degrees of freedom
+    are Welch-Satterthwaite's, (sum_s v_s/n_s)^2 / sum_s (v_s/n_s)^2 / (n_s - 1), rounded down: between
+    seeds - 1 (one source's noise dominates) and runs - sources (all alike).
+    Interval: estimate +- boundary x SE, the boundary being the protocol's sequential plan's at this many
+    seeds (bench.sequential: a repeated confidence interval, valid at whichever look one stops), or the
+    t quantile (0.975, df) with one look. Decided when the interval excludes 0."""
+
+    metric: str
+    estimate: float
+    low: float
+    high: float
+    runs: int
+    seeds: int                           # whole seeds: both sides ran every source
+    sources: int
+    df: int
+    sd: float
+    boundary: float
+    decided: bool
+    per_run: tuple[float, ...]
+
+
+def cell_value(cell: Cell, metric: str) -> float:
+    """A cell's WRG, AOG or NTS (bench.metrics), averaged over its targets."""
+    from bench.metrics import cell_metrics
+
+    acc = {e.name: {"teacher": 100.0 * float(e.teacher.mean()), "student": 100.0 * float(e.student.mean())}
+           for e in cell.eval_sets}
+    per_target = cell_metrics(acc, cell.source)
+    return float(np.mean([m[metric] for m in per_target.values()]))
+
+
+def runs_delta(a: Sequence[Cell], b: Sequence[Cell], metric: str = "nts", looks: tuple[int, int] | None = None,
+               level: float = LEVEL) -> RunsDelta:
+    """``RunsDelta`` of A's cells against B's, on the seeds both sides hold for every source of either."""
+    from bench.sequential import SequentialPlan
+
+    by_a, by_b = {(c.seed, c.source): c for c in a}, {(c.seed, c.source): c for c in b}
+    sources = sorted({c.source for c in (*a, *b)})
+    seeds = sorted(seed for seed in {c.seed for c in (*a, *b)}
+                   if all((seed, s) in by_a and (seed, s) in by_b for s in sources))
+    if len(seeds) < 2:
+        raise ValueError(f"a paired comparison over runs needs two whole seeds (every source on both sides); "
+                         f"these have {len(seeds)}")
+    for j in seeds:
+        for s in sources:
+            for ea, eb in zip(by_a[j, s].eval_sets, by_b[j, s].eval_sets):
+                if ea.name != eb.name or ea.pair_ids != eb.pair_ids or not np.array_equal(ea.teacher, eb.teacher):
+                    raise ValueError(f"seed {j} {s}: {by_a[j, s].method} and {by_b[j, s].method} were not scored on "
+                                     f"the same test pairs by the same teacher ({ea.name}): their runs are not paired")
+    diffs = {s: [cell_value(by_a[j, s], metric) - cell_value(by_b[j, s], metric) for j in seeds] for s in sources}
+    return RunsDelta(metric, *stratified(diffs, looks, level),
+                     tuple(diffs[s][j] for j in range(len(seeds)) for s in sources))
+
+
+def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | None = None, level: float = LEVEL
+               ) -> tuple[float, float, float, int, int, int, int, float, float, bool]:
+    """RunsDelta's numbers from per-source lists of per-run differences, each list in seed order and of one
+    length (whole seeds, at least 2): estimate, low, high, runs, seeds, sources, df, sd, boundary, decided."""
+    from bench.sequential import SequentialPlan
+
+    seeds, sources = len(next(iter(diffs.values()))), len(diffs)
+    n = seeds * sources
+    variances = np.array([np.var(d, ddof=1) for d in diffs.values()])   # sources differ in noise, several-fold
+    sd = float(math.sqrt(variances.mean()))
+    estimate = float(np.mean([np.mean(d) for d in diffs.values()]))
+    se = sd / math.sqrt(n)
+    # Welch-Satterthwaite: the t's degrees of freedom when each source's variance is estimated apart
+    share = variances / seeds
+    df = int(math.floor(share.sum() ** 2 / np.sum(share ** 2 / (seeds - 1)))) if share.sum() > 0 else n - sources
+    first, last = looks or (seeds, seeds)
+    boundary = SequentialPlan(first, max(first, last), 1 - level).boundary(seeds, sources, df)
+    low, high = estimate - boundary * se, estimate + boundary * se
+    return estimate, low, high, n, seeds, sources, df, sd, boundary, bool(low > 0 or high < 0)
+
+
 def t_quantile(q: float, df: int) -> float:
     """Student t quantile for integer df (closed-form CDF, Abramowitz & Stegun 26.7.3-4, by bisection)."""
     def two_sided(theta: float) -> float:          # P(|T| < sqrt(df) tan(theta))
@@ -207,12 +293,23 @@ def t_quantile(q: float, df: int) -> float:
 
 class Board:
     """Every method of one protocol x model pair, bootstrapped once (a few seconds); queries are cheap.
-    Refuses methods whose cells (seed, source), eval sets or test pair ids differ."""
+    Refuses methods whose cells (seed, source), eval sets or test pair ids differ. On a protocol whose runs
+    are independent, methods may hold different seeds (a comparison grown until decided, bench compare
+    --until-decided): the bootstrap takes the seeds every method holds, and ``runs_delta`` every seed both
+    sides of a comparison hold."""
 
     def __init__(self, cells: Sequence[Cell], resamples: Resamples | None = None, *, n_boot: int = N_BOOT,
                  seed: int = BOOTSTRAP_SEED, resample: str = "both", nested: bool = False):
         if not cells:
             raise ValueError("no cells")
+        self._every: dict[str, list[Cell]] = defaultdict(list)   # method -> all its cells, every seed
+        for c in cells:
+            self._every[c.method].append(c)
+        if all(c.independent for c in cells):
+            common = set.intersection(*({c.seed for c in own} for own in self._every.values()))
+            cells = [c for c in cells if c.seed in common]
+            if not cells:
+                raise ValueError(f"methods {', '.join(sorted(self._every))} hold no seed in common")
         self.methods, self.seeds = tuple(sorted({c.method for c in cells})), tuple(sorted({c.seed for c in cells}))
         self._cells = [sorted((c for c in cells if c.method == m), key=lambda c: (c.seed, c.source))
                        for m in self.methods]
@@ -332,6 +429,27 @@ class Board:
                               f"< {1 / n:.2g}" if p < 1 / n else f"{p:.3g}", float(est - half), float(est + half),
                               tuple(map(float, per_seed)))
         return Comparison(a, b, self._scope(category, source)[0], len(self.seeds), n, deltas)
+
+    def cells_of(self, method: str) -> list[Cell]:
+        """Every cell of a method, every seed it holds."""
+        return list(self._every[self.methods[self._index(method)]])
+
+    @property
+    def independent(self) -> bool:
+        """Whether every cell is an independent training run (its protocol seeds each cell on its own): then
+        a paired difference is decided over runs (``runs_delta``), else over seeds (``compare``'s t-interval)."""
+        return all(c.independent for own in self._cells for c in own)
+
+    def runs_delta(self, a: str, b: str, metric: str = "nts", category: str | None = None,
+                   source: str | None = None) -> RunsDelta:
+        """A - B over the independent runs of the scope (``runs_delta`` of bench.stats), with the protocol's looks."""
+        self._scope(category, source)   # refuses an empty scope
+
+        def wanted(c: Cell) -> bool:
+            return (category is None or c.category == category) and \
+                (source is None or c.source == source or c.source.split("/", 1)[-1] == source)
+        cells_a, cells_b = ([c for c in self._every[self.methods[self._index(m)]] if wanted(c)] for m in (a, b))
+        return runs_delta(cells_a, cells_b, metric, self._cells[0][0].looks)
 
     def ranks(self, methods: Sequence[str] | None = None, category: str | None = None,
               source: str | None = None) -> list[RankInterval]:

@@ -111,7 +111,8 @@ def run(args) -> None:
 
     torch.set_num_threads(1)
     index, workers = (int(x) for x in args.worker.split("/"))
-    units = [(d, s, src) for d in args.designs for s in args.seeds for src in specs(d)[0].datasets]
+    # seed-major: every design gets its first seed's runs before any gets its second, so an early look compares them
+    units = [(d, s, src) for s in args.seeds for d in args.designs for src in specs(d)[0].datasets]
     mine = units[index::workers]
     print(f"# worker {index}/{workers}: {len(mine)} units x {len(ARMS)} arms, torch {torch.__version__}, 1 thread",
           flush=True)

@@ -34,7 +34,7 @@ def test_report_prints_ranks_as_integers(capsys):
 def test_compare_prints_paired_deltas_per_category(capsys):
     assert main(["compare", "anchor_lam=0.1_layers=last", "naive", "--out", str(SUBMISSIONS), "--by", "category"]) == 0
     out = capsys.readouterr().out
-    assert "category=helpful" in out and "category=harmless" in out and "t 95% (3 seeds)" in out
+    assert "category=helpful" in out and "category=harmless" in out and "(3 seeds)" in out and "deciding 95%" in out
     assert main(["compare", "anchor", "naive", "--out", str(SUBMISSIONS)]) == 2   # three settings: say which
     assert "ambiguous" in capsys.readouterr().err
 

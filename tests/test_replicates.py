@@ -50,3 +50,30 @@ def test_a_replicate_trains_a_new_student_on_the_same_teacher(tmp_path, small_pr
     assert board.compare("naive#1", "naive").deltas["nts"].estimate == \
         again.metrics[protocol.targets_of(protocol.datasets[0])[0]].nts - \
         first.metrics[protocol.targets_of(protocol.datasets[0])[0]].nts
+
+
+def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_protocol, registered_small):
+    """bench compare --until-decided on a protocol seeded per source: runs whole seeds of both methods until
+    it stops, says why, and resumes (a second call runs nothing more)."""
+    from bench.cli import main
+    from bench.protocols import PROTOCOLS
+
+    _, models = registered_small
+    protocol = dataclasses.replace(small_protocol, name="mini-seq", seeding="per-source", looks=(2, 3), seeds=(0, 1))
+    if protocol.name not in PROTOCOLS:
+        PROTOCOLS.register(protocol.name, protocol)
+    out = tmp_path / "out"
+    for method, params in (("naive", {}), ("length", {})):
+        pipeline.run(RunSettings(protocol, models, method, params, protocol.datasets, [0, 1], out, tmp_path / "cache"))
+    args = ["compare", "length", "naive", "--out", str(out), "--until-decided", "--precision", "0",
+            "--cache-dir", str(tmp_path / "cache")]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "2 seeds" in printed and "stopped:" in printed
+    looked = 2 if "stopped: decided" in printed.split("3 seeds")[0] else 3
+    for slug in ("naive", "length"):
+        seeds = {p.name for p in (out / protocol.name / models.name / slug).iterdir()}
+        assert seeds == {f"seed{s}" for s in range(looked)}
+    assert main(args) == 0   # resumable: the same verdict, nothing run again
+    verdict = printed.splitlines()[-1].split(";")[0]
+    assert capsys.readouterr().out.splitlines()[-1].split(";")[0] == verdict

@@ -279,7 +279,7 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
         return None
     _check_commands(v, rel_result, [("command", result.command)])
     source = ref["source"]
-    recorded = {"seed": result.seed, "source": result.source, "protocol": result.protocol.model_dump(),
+    recorded = {"seed": result.seed, "source": result.source, "protocol": result.protocol.model_dump(exclude_none=True),
                 "models": result.models, "category": result.category}
     expected = {"seed": ref["seed"], "source": source, "protocol": meta["protocol"], "models": meta["models"],
                 "category": protocol.category_of(source)}
@@ -376,7 +376,10 @@ def _in_time(v: Validation, started: float, budget: float | None, doing: str) ->
 def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -> None:
     started = time.monotonic()
     files = _inventory(v)
-    meta = _read_json(v, v.folder, SUBMISSION_FILE, SubmissionFile).model_dump()
+    parsed = _read_json(v, v.folder, SUBMISSION_FILE, SubmissionFile)
+    meta = parsed.model_dump() if parsed is not None else None
+    if meta is not None:   # as the cells record it: a protocol's optional fields only when set
+        meta["protocol"] = parsed.protocol.model_dump(exclude_none=True)
     v.submission = meta
     for fld, name in (("method.name", meta["method"]["name"]), ("protocol.name", meta["protocol"]["name"]),
                       ("slug", meta["slug"])):

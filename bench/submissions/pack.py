@@ -34,6 +34,10 @@ def _group_cells(paths: list[Path]) -> dict[tuple, list[tuple[Path, CellResult]]
                                  "the scores file changed, a non-finite score, or numbers that do not recompute from "
                                  "the scores: `bench verify` says which); rerun the cell with bench run (--force), "
                                  "or move it away")
+            if result.replicate:
+                raise BenchError(f"{result_file.parent} is replicate {result.replicate} of its cell (bench run "
+                                 "--replicate: the A/A noise measurement), not a submission's run; submit the folder of "
+                                 "the method's own run (without #)")
             key = (result.protocol.name, result.models["name"], params_slug(result.method.name, result.method.params))
             groups[key].append((result_file.parent, result))
     if not groups:
@@ -113,7 +117,7 @@ def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, c
         "kind": KIND,
         "slug": params_slug(first.method.name, first.method.params),
         "method": first.method.model_dump(),
-        "protocol": first.protocol.model_dump(),
+        "protocol": first.protocol.model_dump(exclude_none=True),
         "models": first.models,
         "code_version": code_version(results),
         "submitter": submitter,

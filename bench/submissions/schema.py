@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from bench.report import COLUMNS, cell_rows, summarise
+from bench.results import ProtocolRef
 
 
 class _Strict(BaseModel):
@@ -17,12 +18,6 @@ class _Strict(BaseModel):
 
 class _Open(BaseModel):
     model_config = ConfigDict(strict=True, extra="allow")
-
-
-class ProtocolRef(_Strict):
-    name: str
-    version: str
-    hash: str
 
 
 class MethodRef(_Open):  # the run may record more (paper, origin); name and params are what identify it
