@@ -117,7 +117,7 @@ MODEL_PAIRS.register("tiny", ModelPairSpec(
 ))
 
 
-# tiny with the reward head reading elsewhere than [CLS] (the readout ablation, README): ANCHOR anchors
+# tiny with the reward head reading elsewhere than [CLS] (the readout ablation, docs/results/readouts.md): ANCHOR anchors
 # response tokens, which [CLS] is not; these read the response's tokens, which it anchors. Teacher,
 # training and everything else are tiny's, so the cached teachers are shared with it.
 for _readout in ("response_mean", "response_last"):

@@ -1,0 +1,103 @@
+"""The A/A test: how often the harness's rule calls a difference decided when there is none.
+
+A pool of runs of one method with replicates (bench run --replicate R: the student trained again with
+fresh randomness on the same split, teacher and labels; rows METHOD, METHOD#1, METHOD#2, ...) holds,
+for every (seed, source) cell, R + 1 runs that differ by run-to-run noise alone. One A/A comparison:
+  1. draws K whole seeds from the pool's seeds (without replacement);
+  2. in every cell of those seeds, draws two different replicates, "A" and "B";
+  3. applies the rule to A - B on NTS (bench.stats.stratified: the interval over independent runs,
+     stratified by source, at the protocol's sequential boundary for K seeds, or with --fixed the
+     fixed-sample interval), and records whether it is decided.
+Comparisons drawn from one pool share runs, so they are not independent: the false-positive rate's
+Monte Carlo error is shown two ways, the binomial one over the comparisons (too small) and one from
+resampling the pool's seeds (the draws repeated on bootstrap copies of the pool's seeds).
+With --sequential the comparison instead grows seed by seed from the plan's first look and stops at
+the first look that decides (what bench compare --until-decided does): the rate that matters for it.
+
+    python benchmarks/aa_test.py FOLDER [--method naive] [--seeds-per-comparison 3] [--comparisons 400]
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.stats import cell_value, load_cells, stratified   # noqa: E402
+
+DRAW_SEED = 20261202
+
+
+def pool(folder: Path, method: str) -> tuple[dict, tuple[int, int] | None]:
+    """{(seed, source): [NTS of each replicate]} for the runs of ``method`` and its replicates, and the looks."""
+    from bench.results import RESULT_FILE
+
+    cells = load_cells(sorted(p.parent for p in folder.rglob(RESULT_FILE)))
+    runs: dict[tuple[int, str], list[float]] = defaultdict(list)
+    looks = None
+    for cell in cells:
+        if cell.method == method or cell.method.startswith(f"{method}#"):
+            if not cell.independent:
+                raise SystemExit(f"{folder}: {cell.method} seed {cell.seed} {cell.source} is on a protocol whose "
+                                 "sources share their seeds: its runs are not independent")
+            runs[cell.seed, cell.source].append(cell_value(cell, "nts"))
+            looks = cell.looks
+    return dict(runs), looks
+
+
+def one_comparison(runs: dict, seeds: list[int], sources: list[str], rng, k: int, looks, sequential: bool) -> bool:
+    chosen = list(rng.choice(seeds, size=k if not sequential else looks[1], replace=False))
+    diffs = {s: [] for s in sources}
+    for seed in chosen:
+        for s in sources:
+            a, b = rng.choice(len(runs[seed, s]), size=2, replace=False)
+            diffs[s].append(runs[seed, s][a] - runs[seed, s][b])
+    if not sequential:
+        return stratified(diffs, looks if looks else None)[-1]
+    return any(stratified({s: d[:n] for s, d in diffs.items()}, looks)[-1] for n in range(looks[0], looks[1] + 1))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("folder", type=Path)
+    p.add_argument("--method", default="naive")
+    p.add_argument("--seeds-per-comparison", type=int, default=3)
+    p.add_argument("--comparisons", type=int, default=400)
+    p.add_argument("--fixed", action="store_true", help="the fixed-sample interval (one look at K seeds)")
+    p.add_argument("--sequential", action="store_true", help="grow each comparison look by look, stop when decided")
+    p.add_argument("--pool-resamples", type=int, default=50)
+    args = p.parse_args()
+    runs, looks = pool(args.folder, args.method)
+    sources = sorted({s for _, s in runs})
+    seeds = sorted(seed for seed in {j for j, _ in runs} if all(len(runs.get((seed, s), ())) >= 2 for s in sources))
+    k = args.seeds_per_comparison
+    plan = None if args.fixed else (looks or (k, k))
+    if args.sequential and (plan is None or len(seeds) < plan[1]):
+        raise SystemExit(f"--sequential needs the protocol's looks and at least {plan and plan[1]} seeds in the pool")
+    if len(seeds) < k:
+        raise SystemExit(f"the pool has {len(seeds)} whole seeds with 2+ replicates per cell; need {k}")
+    rng = np.random.default_rng(DRAW_SEED)
+
+    def rate(seed_pool: list[int]) -> float:
+        return float(np.mean([one_comparison(runs, seed_pool, sources, rng, k, plan, args.sequential)
+                              for _ in range(args.comparisons)]))
+
+    fpr = rate(seeds)
+    resampled = [rate(sorted(rng.choice(seeds, size=len(seeds), replace=True).tolist()))
+                 for _ in range(args.pool_resamples)] if args.pool_resamples else []
+    replicates = sorted({len(v) for v in runs.values()})
+    print(f"A/A on {args.method}: {len(seeds)} seeds x {len(sources)} sources in the pool, replicates per cell "
+          f"{replicates}; {args.comparisons} comparisons of {k if not args.sequential else f'up to {plan[1]}'} seeds "
+          f"({'sequential, stopped when decided' if args.sequential else 'fixed sample' if args.fixed else f'look at {k} seeds of plan {plan}'})")
+    print(f"decided (false positives): {100 * fpr:.1f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.1f}"
+          + (f"; SD over {len(resampled)} resampled pools {100 * float(np.std(resampled, ddof=1)):.1f})" if resampled else ")"))
+
+
+if __name__ == "__main__":
+    main()
