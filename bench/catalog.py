@@ -18,7 +18,12 @@ def print_registered(what: str, data_dir: Path | None = None) -> None:
             cls = get_method_class(name)
             origin = method_origin(cls)
             where = "" if origin["kind"] == "built-in" else f" [{origin['kind']}: {origin.get('distribution') or origin.get('file')}]"
-            print(f"{name:{width}s} {cls.summary}{where}\n{'':{width}s} params: {describe_params(cls)}\n"
+            overrides: dict[str, list[str]] = {}   # a model pair's defaults for this method -> the pairs setting them
+            for pair in MODEL_PAIRS.names():
+                if set_here := MODEL_PAIRS.get(pair).defaults_for(name):
+                    overrides.setdefault(", ".join(f"{k}={v}" for k, v in set_here.items()), []).append(pair)
+            pairs = "".join(f"\n{'':{width}s} model pairs {', '.join(p)} set {values}" for values, p in overrides.items())
+            print(f"{name:{width}s} {cls.summary}{where}\n{'':{width}s} params: {describe_params(cls)}{pairs}\n"
                   f"{'':{width}s} paper: {cls.paper}")
     elif what == "protocols":
         for name in PROTOCOLS.names():

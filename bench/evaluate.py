@@ -397,9 +397,11 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
     write each cell's result; returns the CellResults. ``student``/``adapter`` may hold {seed}, {source}
     and {cell}; ``labels`` is the folder bench labels wrote (its root or one cell's) or a train.jsonl."""
     from bench.cache import LOCKS, Cache
-    from bench.labels import label_digest, labels_record, read_rows
+    from bench.label_digest import label_digest, labels_record
+    from bench.labels import read_rows
     from bench.locks import file_lock, lock_path
-    from bench.pipeline import TEACHER_STAGES, RunContext, cell_data, cell_result, check_cells, student_misfit
+    from bench.context import RunContext
+    from bench.pipeline import TEACHER_STAGES, cell_data, cell_result, check_cells, student_misfit
     from bench.preflight import check_folders, preflight
     from bench.results import EXTERNAL_NOTE, ExternalStudent, cell_dir, load_cell, params_slug, write_cell
     from bench.scorers import check_finite, score_eval_sets, score_with_model

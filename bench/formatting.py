@@ -23,7 +23,6 @@ import functools
 import hashlib
 import warnings
 from array import array
-from dataclasses import dataclass
 from typing import Any
 
 from bench.data import Message

@@ -22,11 +22,10 @@ and stage 4 is what it always was.
 from __future__ import annotations
 
 import json
-import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
@@ -34,98 +33,24 @@ from bench.data import OrderedPair
 from bench.distributed import on_main_process
 from bench.errors import BenchError
 from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
-from bench.versions import TEACHER_CODE, code_version, platform_version
+from bench.versions import LABEL_CODE, code_version, platform_version
+from methods.api import LabelInputs, Labels
 
 if TYPE_CHECKING:
     from torch import nn
 
     from bench.cache import SharedWork
-    from bench.pipeline import CellData, RunContext
-    from methods.base import Method
+    from bench.context import RunContext
+    from bench.teacher import CellData
 
 LABEL_STAGE_VERSION = "labels/v1"
 LABEL_FILES = ("labels.csv.gz", "info.json")
 CACHE_KIND = "labels"
-# The code that decides a label-stage entry: this module, and the teacher's code (the extra teachers
-# are trained by it; the pretrained strong model is loaded and read by bench.models and bench.formatting,
-# which are in it too). The method's own source is in the key apart, as it is in a cell's.
-LABEL_CODE = TEACHER_CODE + ("bench.label_stage", "bench.metrics")   # metrics: the held-out error in the record
 HOLDOUT_SHARE = 0.2   # of half A, held out from the teacher whose error LabelInputs.teacher_error() measures
-
-
-@dataclass
-class Labels:
-    """What a label-side method's ``relabel`` returns: what the student trains on."""
-
-    targets: list[float]                          # P(a > b) per training pair, in half B's order
-    kept: list[int] | None = None                 # the half-B indices (increasing) of the training pairs; None: all
-    teacher_labels: list[list[float]] | None = None   # per training pair, each teacher's P(a > b) (Step.teacher_labels)
-    info: dict = field(default_factory=dict)      # what the cell's result records about the labels (JSON values)
-
-
-@dataclass
-class LabelInputs:
-    """What ``relabel`` reads. The teachers and the strong model are computed only when asked for
-    (``teachers``, ``strong_model``, ``strong_features``); ``record`` collects what was computed (each
-    teacher's cache key, whether the features were cached) for the cell's result."""
-
-    ordered: list[OrderedPair]                        # half B, each pair in its seeded (a, b) order
-    soft_labels: list[float]                          # the cell's teacher's P(a > b), one per pair
-    member_labels: Callable[[int], list[float]]       # teacher m >= 1 -> its P(a > b) per pair
-    load_strong: Callable[[], nn.Module]              # the pretrained strong model, as the student starts
-    pair_features: Callable[[], torch.Tensor]         # (pairs, width): f(a) - f(b), f what the reward head reads
-    record: dict = field(default_factory=dict)
-    held_out_error: Callable[[], float] | None = None   # the teacher's error rate on gold pairs it never saw
-
-    def teachers(self, k: int) -> list[list[float]]:
-        """The soft labels of ``k`` teachers on half B: the cell's own (member 0) and k - 1 more, each
-        trained on half A with seeds of its own; per teacher, one P(a > b) per pair."""
-        if k < 1:
-            raise BenchError(f"teachers(k) needs k >= 1 (the cell's own teacher is the first), got {k}")
-        return [list(self.soft_labels)] + [self.member_labels(member) for member in range(1, k)]
-
-    def teacher_error(self) -> float:
-        """The teacher's error rate (0 to 1, a tie counting half) on gold-labelled pairs it was not trained
-        on: a teacher of the same configuration and seeds trained on half A less about 20% of it
-        (HOLDOUT_SHARE; whole prompt groups, seeded: bench.teacher.split_half_a), scored on that part (its
-        own teacher-stage entry). The cell's teacher trained on all of half A, so it has no held-out pairs
-        of its own; this one is its stand-in, on about 80% of the data."""
-        if self.held_out_error is None:
-            raise BenchError("teacher_error() needs a pipeline run (bench run): these LabelInputs have no "
-                             "held_out_error to call")
-        return self.held_out_error()
-
-    def strong_model(self) -> nn.Module:
-        """The pretrained strong model with its freshly initialised reward head, exactly as the student
-        starts (the same seed); in eval mode, on the run's device."""
-        return self.load_strong()
-
-    def strong_features(self) -> torch.Tensor:
-        """Per pair, f(a) - f(b) (float32, on the CPU), where f(x) is the vector the pretrained strong
-        model's reward head reads for (prompt, x): the head is linear, so its reward difference
-        r(a) - r(b) is the head's weight times this. Computed once per strong model and half B, and cached."""
-        return self.pair_features()
-
-
-def has_label_stage(method: Method) -> bool:
-    """Whether ``method`` has a label stage: it overrides ``Method.relabel``."""
-    from methods.base import Method
-
-    return type(method).relabel is not Method.relabel
 
 
 def label_code() -> str:
     return code_version(LABEL_CODE)
-
-
-# --- shared rules of label-side methods ----------------------------------------------------------------
-def drop_share(unreliability: list[float], share: float) -> list[int]:
-    """The indices kept when the ``floor(share * n)`` pairs with the highest ``unreliability`` are
-    dropped (as EleutherAI w2s's ``Probe.filter``: ``int(contamination * n)``); among equal scores the
-    earlier pair goes first. The kept indices come back in increasing order."""
-    n_drop = math.floor(share * len(unreliability))
-    ranked = sorted(range(len(unreliability)), key=lambda i: (-unreliability[i], i))
-    return sorted(ranked[n_drop:])
 
 
 # --- the stage in a cell -------------------------------------------------------------------------------

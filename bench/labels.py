@@ -20,7 +20,7 @@ from 0.5 to 1. Soft-label Bradley-Terry on (chosen, rejected, soft_label) is the
 trains on (it is symmetric in the order of a pair). The rows are in the order the harness's student
 sees them; gold labels are not exported (the student of a W2S cell never sees them).
 
-The label digest (``label_digest``, format ``LABEL_FORMAT``) is a sha256 over the rows' pair ids,
+The label digest (bench.label_digest: ``label_digest``, format ``LABEL_FORMAT``) is a sha256 over the rows' pair ids,
 prompts, chosen and rejected texts and soft labels, in order. ``bench run`` records the digest of
 what each student learned from (CellResult.labels); ``bench evaluate --labels`` recomputes it from
 the train.jsonl a checkpoint was trained on and refuses labels that are not the cell's.
@@ -33,85 +33,25 @@ exports the teacher's labels only, and the provenance's ``label_method`` is None
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from bench.errors import BenchError
 from bench.io import atomic_write_bytes, atomic_write_json, staged_folder
+from bench.label_digest import LABEL_FORMAT, label_digest, preference_rows
 
 if TYPE_CHECKING:
-    from bench.data import OrderedPair
-    from bench.results import LabelsRecord
     from bench.settings import RunSettings
 
-LABEL_FORMAT = "shiftbench-labels/v1"
 JSONL = "train.jsonl"
 DATASET = "dataset"
 CARD = "README.md"
 PROVENANCE = "provenance.json"
 TEXT_COLUMNS = ("pair_id", "prompt", "chosen", "rejected", "soft_label")
 TOKEN_COLUMNS = ("chosen_ids", "rejected_ids", "chosen_token_type_ids", "rejected_token_type_ids")
-
-
-# --- the rows and their digest ------------------------------------------------------------------------
-def preference_rows(ordered: list[OrderedPair], targets: list[float]) -> list[dict[str, Any]]:
-    """Half B as TRL preference rows: ``targets`` are P(a > b) per ordered pair (the teacher's soft
-    labels, or gold 1/0); each row puts the preferred response first, with its probability."""
-    rows = []
-    for o, q in zip(ordered, targets):
-        first = q >= 0.5
-        chosen, rejected = (o.a, o.b) if first else (o.b, o.a)
-        rows.append({"pair_id": o.pair.id,
-                     "prompt": [{"role": role, "content": content} for role, content in o.pair.prompt],
-                     "chosen": [{"role": "assistant", "content": chosen}],
-                     "rejected": [{"role": "assistant", "content": rejected}],
-                     "soft_label": float(q) if first else 1.0 - float(q)})
-    return rows
-
-
-def _reply(messages: Any, where: str) -> str:
-    if (not isinstance(messages, list) or len(messages) != 1 or not isinstance(messages[0], dict)
-            or messages[0].get("role") != "assistant" or not isinstance(messages[0].get("content"), str)):
-        raise BenchError(f"{where}: expected one assistant message [{{\"role\": \"assistant\", \"content\": ...}}], "
-                         f"got {str(messages)[:120]}. Fix: use the train.jsonl that bench labels wrote, unchanged")
-    return messages[0]["content"]
-
-
-def _digest_line(row: dict[str, Any], where: str) -> bytes:
-    prompt = row.get("prompt")
-    if not isinstance(prompt, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
-                                                and isinstance(m.get("content"), str) for m in prompt):
-        raise BenchError(f"{where}: prompt is not a conversation [{{\"role\": ..., \"content\": ...}}, ...]. Fix: use "
-                         "the train.jsonl that bench labels wrote, unchanged")
-    label = row.get("soft_label")
-    if not isinstance(row.get("pair_id"), str) or isinstance(label, bool) or not isinstance(label, (int, float)):
-        raise BenchError(f"{where}: needs a pair_id (text) and a soft_label (a number). Fix: use the train.jsonl that "
-                         "bench labels wrote, unchanged")
-    key = [row["pair_id"], [[m["role"], m["content"]] for m in prompt], _reply(row.get("chosen"), where),
-           _reply(row.get("rejected"), where), float(label)]
-    return json.dumps(key, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode() + b"\n"
-
-
-def label_digest(rows: Iterable[dict[str, Any]]) -> str:
-    """sha256 over LABEL_FORMAT and each row's [pair_id, prompt as [role, content] pairs, chosen text,
-    rejected text, soft_label] as compact ASCII JSON, one line per row, in order."""
-    digest = hashlib.sha256(LABEL_FORMAT.encode() + b"\n")
-    for i, row in enumerate(rows):
-        digest.update(_digest_line(row, f"row {i + 1}"))
-    return digest.hexdigest()
-
-
-def labels_record(kind: str, ordered: list[OrderedPair], targets: list[float], stage: str | None = None) -> LabelsRecord:
-    """What a student learned from, as CellResult.labels records it: ``ordered`` and ``targets`` are its
-    training pairs and their labels; ``stage`` the label stage's cache key when a label-side method made them."""
-    from bench.results import LabelsRecord
-
-    return LabelsRecord(kind=kind, pairs=len(targets), format=LABEL_FORMAT,
-                        digest=label_digest(preference_rows(ordered, targets)), stage=stage)
 
 
 # --- reading exported labels -------------------------------------------------------------------------
@@ -287,7 +227,8 @@ def export_labels(settings: RunSettings, force: bool = False) -> list[Path]:
     """Write each cell's labels folder (module docstring) under ``settings.out``; a folder that already
     holds the same labels is kept, one with other labels is replaced only with ``force``."""
     from bench.cache import Cache
-    from bench.pipeline import RunContext, cell_data, check_cells
+    from bench.context import RunContext
+    from bench.pipeline import cell_data, check_cells
     from bench.preflight import check_folders, preflight
 
     ctx = RunContext(settings, None, Cache(settings.cache_dir))

@@ -17,154 +17,33 @@ from __future__ import annotations
 import functools
 import sys
 import time
-from pathlib import Path
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import cached_property, lru_cache
+from pathlib import Path
 
 from bench.cache import LOCKS, Cache, SharedWork
-from bench.data import (STUDENT_STAGES, LoadedSplit, Pair, cell_seed, eval_sets, load_pairs, split_prompt_disjoint,
-                        stage_seed)
+from bench.context import RunContext
+from bench.data import STUDENT_STAGES, cell_seed, eval_sets, split_prompt_disjoint, stage_seed
 from bench.distributed import on_main_process, state
-from bench.env import environment
-from bench.label_stage import has_label_stage, label_code, label_stage
-from bench.labels import labels_record
+from bench.label_digest import labels_record
+from bench.label_stage import label_stage
 from bench.metrics import accuracy, cell_metrics
-from bench.models import formatter_for, load_reward_model, load_tokenizer, max_positions, model_provenance, weights_revision
-from bench.protocols import DATASETS, protocol_hash
+from bench.models import load_reward_model
 from bench.report import params_text
 from bench.results import (SCHEMA_VERSION, CellResult, ExternalStudent, LabelsRecord, cell_dir, load_cell, params_slug,
                            replicate_slug, write_cell)
 from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
-from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
-from bench.teacher import Teacher, teacher_stage
-from bench.train import TrainExample, preference_probability, train_student
-from bench.versions import CELL_CODE, code_version, platform_version
-from methods import make_method, method_code, method_origin
-from methods.base import Method
+from bench.specs import to_plain
+from bench.teacher import CellData, Teacher, teacher_stage
+from bench.train import TrainExample, train_student
+from methods import make_method, method_origin
+from methods.api import Method, has_label_stage, preference_probability
 
 MIN_HALF_PAIRS = 2   # pairs each half of a cell's train pool needs: see check_cells
 MISFIT_PAIRS = 256   # half-B pairs the misfit is measured on: a seeded sample, about 10% of a cell's scoring
 
 
-@dataclass
-class RunContext:
-    """A run's settings with what is built from them once: the method, the cache, and (on first use)
-    the loaded splits, formatters, revisions and environment."""
-
-    settings: RunSettings
-    method: Method | None   # None for the stages that run no method: bench labels, bench evaluate
-    cache: Cache
-
-    @property
-    def protocol(self) -> ProtocolSpec:
-        return self.settings.protocol
-
-    @property
-    def models(self) -> ModelPairSpec:
-        return self.settings.models
-
-    @cached_property
-    def protocol_hash(self) -> str:
-        return protocol_hash(self.protocol)
-
-    @cached_property
-    def revisions(self) -> dict[str, dict]:
-        """What exactly was loaded (weights digest or hub commit) and how (the dtype ``auto`` resolved to)."""
-        return {which: {**weights_revision(spec), **model_provenance(spec)}
-                for which, spec in (("weak", self.models.weak), ("strong", self.models.strong))}
-
-    @cached_property
-    def environment(self) -> dict:
-        return environment()
-
-    @lru_cache(maxsize=None)
-    def loaded(self, dataset: str, split: str) -> LoadedSplit:
-        """``split`` is "train" (the source's train pool) or "test"; the spec names the real splits."""
-        spec = DATASETS.get(dataset)
-        if split == "train":
-            return load_pairs(spec, spec.train_split, self.protocol.train_pool_size, self.settings.data_dir)
-        return load_pairs(spec, spec.test_split, self.protocol.test_size, self.settings.data_dir)
-
-    def pairs(self, dataset: str, split: str) -> list[Pair]:
-        return self.loaded(dataset, split).pairs
-
-    @lru_cache(maxsize=None)
-    def formatter(self, which: str):
-        """The model's token layout at the protocol's max length, or the model's own limit when that is
-        shorter (an encoder with 512 positions on a 1024-token protocol); the formatter's provenance,
-        recorded in every result, holds the length actually used."""
-        spec: ModelSpec = getattr(self.models, which)
-        limit = max_positions(spec)
-        if limit is not None and limit < self.protocol.max_length:
-            print(f"[bench] {which} model {spec.name} reads at most {limit} tokens: sequences are cut to {limit}, "
-                  f"not the protocol's {self.protocol.max_length}", file=sys.stderr)
-        length = min(self.protocol.max_length, limit or self.protocol.max_length)
-        return formatter_for(spec, load_tokenizer(spec), length)
-
-    def data_fingerprint(self, source: str) -> dict:
-        """What the data of a cell was read from (Hub commits, file digests); empty for generated data,
-        whose every input is in the protocol hash."""
-        sets = {("train", source): self.loaded(source, "train"),
-                **{("test", name): self.loaded(name, "test") for name in eval_sets(self.protocol, source)}}
-        return {f"{split}:{name}": fingerprint for (split, name), loaded in sets.items()
-                if (fingerprint := data_fingerprint(loaded.provenance))}
-
-    def loaders(self, source: str) -> tuple[str, ...]:
-        """The modules that load a cell's datasets: their code decides its pairs (generated data has no
-        other fingerprint), so it is part of the code version of the teacher and of the cell."""
-        return tuple(sorted({DATASETS.get(name).loader.split(":")[0] for name in (source, *eval_sets(self.protocol, source))}))
-
-    def code(self, source: str) -> str:
-        """The version of the code that decides a cell's numbers (bench.versions.CELL_CODE, the loaders)."""
-        return code_version(CELL_CODE + self.loaders(source))
-
-    def cell_key(self, source: str, seed: int) -> str:
-        """Everything that decides a cell's numbers; a finished cell is reused only when this matches
-        (a cell finished by other code or on another platform is run again)."""
-        return stable_hash({"protocol_hash": self.protocol_hash, "models": self.models, "revisions": self.revisions,
-                            "code": self.code(source), "platform": platform_version(),
-                            "formatters": {w: self.formatter(w).provenance() for w in ("weak", "strong")},
-                            "data": self.data_fingerprint(source),
-                            "method": self.method.name, "params": self.method.params.model_dump(),
-                            "method_code": method_code(type(self.method)),
-                            "source": source, "seed": seed, "schema": SCHEMA_VERSION,
-                            # a replicate retrains the student with fresh randomness (bench.data.stage_seed);
-                            # replicate 0 has no such field, so cells run before replicates keep their keys
-                            **({"replicate": self.settings.replicate} if self.settings.replicate else {}),
-                            **({"scorer": self.settings.scorer} if self.settings.scorer != "hf" else {}),
-                            # a label-side method's cell also depends on the label stage's code; other cells
-                            # do not, so changing that code recomputes only theirs
-                            **({"label_code": label_code()} if has_label_stage(self.method) else {})}, length=24)
-
-    def __hash__(self) -> int:  # lru_cache on methods keys on self
-        return id(self)
-
-
-def data_fingerprint(provenance: dict) -> dict:
-    """The parts of a split's provenance that decide its pairs (not local paths or counts)."""
-    if provenance.get("source") == "generated":
-        return {}
-    return {"source": provenance.get("source"), "hub_id": provenance.get("hub_id"), "config": provenance.get("config"),
-            "data_dir": provenance.get("data_dir"), "commit": provenance.get("resolved_commit"),
-            "files": sorted(f["sha256"] for f in provenance.get("files", []))}
-
-
 # --- the cell -------------------------------------------------------------------------------------
-@dataclass
-class CellData:
-    """A cell's data and its teacher stage: what every student of the cell is trained on and scored
-    against, whether the harness trains it (``run_cell``) or it comes from elsewhere (bench.evaluate);
-    bench.labels exports the student's half of it."""
-
-    pool: list[Pair]                   # the source's train pool
-    evals: dict[str, list[Pair]]       # eval set -> its test pairs, the source's first
-    half_a: list[Pair]                 # the teacher's half of the pool
-    half_b: list[Pair]                 # the student's half
-    teacher: Teacher                   # trained on half A; its soft labels on half B and its eval scores
-
-
 def cell_data(ctx: RunContext, source: str, seed: int, timings: dict[str, float]) -> CellData:
     """Stages 1-3 of a cell: load, split, teacher (cached). Split and teacher draw from the cell's seed
     (bench.data.cell_seed: the protocol's seed, or one of the cell's own)."""

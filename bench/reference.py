@@ -32,7 +32,7 @@ from bench.pair_rows import collate_pairs, response_states, row_length, sequence
 
 if TYPE_CHECKING:
     from bench.cache import SharedWork
-    from methods.base import Step
+    from methods.api import Step
 
 
 class Reference(Protocol):

@@ -93,8 +93,8 @@ EXTERNAL_NOTE = "external training: scores recompute, training not reproduced"
 class LabelsRecord(_Schema):
     kind: Literal["teacher", "gold"]   # the teacher's soft labels on half B, or its gold labels (the ceiling)
     pairs: int                         # half-B pairs the student learns from
-    format: str                        # the digest's definition: bench.labels.LABEL_FORMAT
-    digest: str                        # bench.labels.label_digest of those pairs, ordered by the label, with it
+    format: str                        # the digest's definition: bench.label_digest.LABEL_FORMAT
+    digest: str                        # bench.label_digest.label_digest of those pairs, ordered by the label, with it
     stage: str | None = None           # the label stage's cache key when a label-side method made the labels
                                        # (bench/label_stage.py; its pairs may be a subset of half B); None: the
                                        # teacher's (or gold) labels of every half-B pair

@@ -235,7 +235,6 @@ def cell_value(cell: Cell, metric: str) -> float:
 def runs_delta(a: Sequence[Cell], b: Sequence[Cell], metric: str = "nts", looks: tuple[int, int] | None = None,
                level: float = LEVEL) -> RunsDelta:
     """``RunsDelta`` of A's cells against B's, on the seeds both sides hold for every source of either."""
-    from bench.sequential import SequentialPlan
 
     by_a, by_b = {(c.seed, c.source): c for c in a}, {(c.seed, c.source): c for c in b}
     sources = sorted({c.source for c in (*a, *b)})

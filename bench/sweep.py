@@ -69,7 +69,8 @@ def run_parallel(settings: RunSettings, runner: Executor) -> list:
     checked here first, once (bench.pipeline.checked_method, check_before_work); each cell trains its own
     teacher (source, seed), so no two share work; a finished cell is skipped as in ``bench run``."""
     from bench.cache import Cache
-    from bench.pipeline import RunContext, cell_folders, check_before_work, checked_method
+    from bench.context import RunContext
+    from bench.pipeline import cell_folders, check_before_work, checked_method
 
     method = checked_method(settings)
     check_before_work(RunContext(settings, method, Cache(settings.cache_dir)), cell_folders(settings, method),

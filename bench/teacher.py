@@ -17,12 +17,12 @@ from bench.errors import BenchError
 from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 from bench.models import load_reward_model, score
 from bench.scorers import check_finite, score_eval_sets
-from bench.train import TrainExample, preference_probability, train_reward_model
+from bench.train import TrainExample, train_reward_model
+from methods.api import Step, preference_probability, soft_bt_loss
 from bench.versions import TEACHER_CODE, code_version, platform_version
-from methods.naive import Naive
 
 if TYPE_CHECKING:
-    from bench.pipeline import RunContext
+    from bench.context import RunContext
 
 TEACHER_STAGE_VERSION = "teacher/v1"
 TEACHER_FILES = ("model/config.json", "model/*.safetensors", "labels.csv.gz", "scores.csv.gz", "info.json")
@@ -59,6 +59,34 @@ class Teacher:
     soft_labels: list[float]              # q = P(a > b) from the teacher, one per ordered pair
     scores: dict[str, tuple[list[float], list[float]]]   # eval set -> (r_chosen, r_rejected)
     info: dict = field(default_factory=dict)
+
+
+@dataclass
+class CellData:
+    """A cell's data and its teacher stage: what every student of the cell is trained on and scored
+    against, whether the harness trains it (``run_cell``) or it comes from elsewhere (bench.evaluate);
+    bench.labels exports the student's half of it."""
+
+    pool: list[Pair]                   # the source's train pool
+    evals: dict[str, list[Pair]]       # eval set -> its test pairs, the source's first
+    half_a: list[Pair]                 # the teacher's half of the pool
+    half_b: list[Pair]                 # the student's half
+    teacher: Teacher                   # trained on half A; its soft labels on half B and its eval scores
+
+
+class GoldBT:
+    """The teacher's training loss: soft-label Bradley-Terry (methods.api.soft_bt_loss) on half A's gold
+    labels, as naive's loss on the teacher's; what the loop needs of a method, and nothing else."""
+
+    needs_hidden_states = False
+
+    @staticmethod
+    def loss(step: Step):
+        loss = soft_bt_loss(step.r_a, step.r_b, step.target)
+        return loss, {"bt": loss.detach()}
+
+
+GOLD_BT = GoldBT()
 
 
 def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
@@ -112,7 +140,7 @@ def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], 
     name = f"teacher {source} s{seed}" + (f" member {member}" if member else "")
     model = load_reward_model(ctx.models.weak, seed=sub_seed(seed, seeded("teacher-init")))
     gold = [TrainExample(weak.encode(p.prompt, p.chosen), weak.encode(p.prompt, p.rejected), 1.0) for p in half_a]
-    train_log = train_reward_model(model, gold, ctx.models.teacher_train, Naive(),
+    train_log = train_reward_model(model, gold, ctx.models.teacher_train, GOLD_BT,
                                    seed=sub_seed(seed, seeded("teacher-order")), desc=name)
     timings["teacher_train"] = time.perf_counter() - t
 

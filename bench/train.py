@@ -25,7 +25,7 @@ from bench.errors import BenchError, TrainingDivergedError
 from bench.models import Encoded, collate_examples, reward_forward, score, uses_pair_rows
 from bench.pair_rows import row_length
 from bench.specs import EarlyStopping, TrainConfig
-from methods.base import Method, Step, soft_bt_loss
+from methods.api import Method, Step, load_trainable_state, soft_bt_loss, trainable_state
 
 # Length grouping sorts within mega-batches of this many batches, as HF's LengthGroupedSampler does.
 LENGTH_GROUP_MEGA_BATCHES = 50
@@ -49,25 +49,6 @@ def apply_freezing(model: nn.Module, cfg: TrainConfig) -> None:
         model.get_input_embeddings().weight.requires_grad_(False)
 
 
-# --- in-memory checkpoints and a model's own soft labels: early stopping here, warm and s2s in methods/ ---
-def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
-    """A copy of every parameter that requires grad: all that training can change (frozen weights, and
-    with LoRA the whole base model, stay as loaded). Kept on the CPU, so a checkpoint costs no device memory."""
-    return {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters() if p.requires_grad}
-
-
-@torch.no_grad()
-def load_trainable_state(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Write ``state`` (``trainable_state``'s, or an average of such) into the model's parameters, each
-    in its own dtype and on its own device."""
-    params = dict(model.named_parameters())
-    unknown = sorted(set(state) - set(params))
-    if unknown:
-        raise KeyError(f"a checkpoint of another model: it holds {unknown[:3]}, which this model has no parameter for")
-    for name, value in state.items():
-        params[name].copy_(value)
-
-
 def pair_rewards(model: nn.Module, examples: list[TrainExample], batch_size: int, desc: str
                  ) -> tuple[list[float], list[float]]:
     """r(a) and r(b) of each example's pair, scored as every model of a cell is (``bench.models.score``
@@ -75,14 +56,6 @@ def pair_rewards(model: nn.Module, examples: list[TrainExample], batch_size: int
     n = len(examples)
     rewards = score(model, [e.a for e in examples] + [e.b for e in examples], batch_size, desc=desc, pairs=True)
     return rewards[:n], rewards[n:]
-
-
-def preference_probability(r_a: float, r_b: float) -> float:
-    """P(a > b) = sigmoid(r_a - r_b), the Bradley-Terry probability: the teacher's soft labels
-    (bench.teacher), a student's own (s2s, the misfit). One formula everywhere, so the same rewards give
-    the same label to the last bit; a gap past what ``math.exp`` can take gives its limit, 0."""
-    d = r_a - r_b
-    return 0.0 if d < -700 else 1.0 / (1.0 + math.exp(-d))
 
 
 def holdout_split(n: int, stopping: EarlyStopping, seed: int) -> tuple[list[int], list[int]]:
@@ -99,7 +72,7 @@ def holdout_split(n: int, stopping: EarlyStopping, seed: int) -> tuple[list[int]
 
 
 def validation_metrics(r_a: list[float], r_b: list[float], targets: list[float]) -> dict[str, float]:
-    """How well rewards fit labels: ``loss``, the soft-label BT loss (naive's, methods.base.soft_bt_loss),
+    """How well rewards fit labels: ``loss``, the soft-label BT loss (naive's, methods.api.soft_bt_loss),
     and ``agreement``, the % of pairs on which the rewards prefer the side the label prefers (a tie of
     either, r_a = r_b or a label of exactly 0.5, counts half)."""
     as_tensor = functools.partial(torch.tensor, dtype=torch.float64)

@@ -1,7 +1,8 @@
 """Method adapters: one short file each, found by name.
 
 Three places a method can come from:
-- built in: registered below as ``"methods.yourfile:YourClass"`` (imported only when used);
+- built in: any ``Method`` subclass defined in a module of this package registers itself, on first use,
+  under the ``name:`` (and ``aliases:``) of its docstring's front matter: its one name;
 - an installed package: an entry point in the group ``bench.methods``, e.g. in its pyproject.toml
   ``[project.entry-points."bench.methods"] my-method = "my_package.module:MyMethod"``;
 - a file: ``bench run --method-file my_method.py`` registers every Method subclass defined in it.
@@ -10,45 +11,65 @@ How to write one: docs/adding-a-method.md.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import inspect
+import pkgutil
 import sys
 from importlib import metadata
 from pathlib import Path
 
 from bench.errors import BadParamsError, BenchError
 from bench.registry import Registry
-from methods.base import Method, check_method_class, describe_params, parse_params
+from methods.api import Method, check_method_class, describe_params, parse_params
 
 ENTRY_POINT_GROUP = "bench.methods"
 
-METHODS: Registry[type[Method]] = Registry("method")
-METHODS.register("naive", "methods.naive:Naive")
-METHODS.register("ceiling", "methods.ceiling:Ceiling")
-METHODS.register("anchor", "methods.anchor:Anchor")
-METHODS.register("anchor-mid", "methods.anchor:AnchorMid")
-METHODS.register("confidence", "methods.confidence:Confidence", aliases=("logconf",))
-METHODS.register("length", "methods.length:Length")
-METHODS.register("lp-ft", "methods.lp_ft:LPFT", aliases=("lpft",))
-METHODS.register("wise-ft", "methods.wise_ft:WiseFT", aliases=("wiseft",))
-METHODS.register("l2-sp", "methods.l2_sp:L2SP", aliases=("l2sp",))
-METHODS.register("entropy", "methods.entropy:Entropy")
-METHODS.register("window", "methods.window:Window")
-METHODS.register("product", "methods.product:Product")
-METHODS.register("adaptconf", "methods.adaptconf:AdaptConf", aliases=("adapt-conf",))
-METHODS.register("gce", "methods.gce:GCE")
-METHODS.register("bsr", "methods.bsr:BSR")
-METHODS.register("probe", "methods.probe:Probe", aliases=("linear-probe",))
-METHODS.register("warm", "methods.warm:Warm")
-METHODS.register("s2s", "methods.s2s:S2S", aliases=("strong-to-strong",))
-METHODS.register("grm", "methods.grm:GRM")
-# label-side methods: a label stage (bench/label_stage.py) changes what the student learns from
-METHODS.register("teacher-ensemble", "methods.teacher_ensemble:TeacherEnsemble", aliases=("ensemble",))
-METHODS.register("raven", "methods.raven:Raven")
-METHODS.register("unbiased", "methods.unbiased:Unbiased", aliases=("rdpo",))
-METHODS.register("reliability-filter", "methods.reliability_filter:ReliabilityFilter")
-METHODS.register("probe-relabel", "methods.probe_relabel:ProbeRelabel")
-METHODS.register("probe-filter", "methods.probe_filter:ProbeFilter")
+
+class MethodRegistry(Registry[type[Method]]):
+    """The methods: on the first lookup, every module of this package (but the API) is imported and each
+    Method subclass it defines with a front-matter name is registered under that name and its aliases.
+    Imported then, not when the package is: ``import methods`` stays light, and no module of the package
+    imports another through it."""
+
+    def __init__(self) -> None:
+        super().__init__("method")
+        self._found = False
+
+    def _built_in(self) -> None:
+        if self._found:
+            return
+        self._found = True
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+            if info.name == "api":
+                continue
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            for cls in vars(module).values():
+                if inspect.isclass(cls) and issubclass(cls, Method) and cls.__module__ == module.__name__ and cls.name:
+                    self.register(cls.name, check_method_class(cls, f"methods/{info.name}.py"), aliases=cls.aliases)
+
+    def register(self, name, entry, *, aliases=(), replace=False):
+        self._built_in()
+        return super().register(name, entry, aliases=aliases, replace=replace)
+
+    def canonical(self, name: str) -> str:
+        self._built_in()
+        return super().canonical(name)
+
+    def names(self) -> list[str]:
+        self._built_in()
+        return super().names()
+
+    def __contains__(self, name: str) -> bool:
+        self._built_in()
+        return super().__contains__(name)
+
+    def __iter__(self):
+        self._built_in()
+        return super().__iter__()
+
+
+METHODS = MethodRegistry()
 
 _PLUGIN_ORIGIN: dict[str, dict] = {}   # method name -> where it came from, when not built in
 _plugins_loaded = False
@@ -95,7 +116,7 @@ def load_method_file(path: str | Path) -> list[str]:
     classes = [obj for obj in vars(module).values()
                if inspect.isclass(obj) and issubclass(obj, Method) and obj.__module__ == module_name]
     if not classes:
-        raise BenchError(f"method file {str(path)!r} defines no subclass of methods.base.Method")
+        raise BenchError(f"method file {str(path)!r} defines no subclass of methods.api.Method")
     names = []
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     for cls in classes:
@@ -130,7 +151,7 @@ def method_origin(cls: type[Method]) -> dict:
 
 def method_code(cls: type[Method]) -> str:
     """sha256 of the source files of the method's class and of every method class it inherits from
-    (methods.base aside: it is in bench.versions' code versions), which goes into cell and label-stage
+    (methods.api aside: it is in bench.versions' code versions), which goes into cell and label-stage
     keys: a method that inherits its rule from another's file (probe-filter from probe-relabel) is
     recomputed when that file changes, not only its own."""
     files = []

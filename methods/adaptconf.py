@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import Step
+from methods.api import MethodParams, Step
 from methods.naive import Naive
 
 
@@ -14,6 +14,7 @@ class AdaptConf(Naive):
     name: adaptconf
     idea: per-pair weight of the teacher's label vs the student's hard prediction, from the student's CE to each
     paper: Guo et al. 2024, "Vision Superalignment: Weak-to-Strong Generalization for Vision Foundation Models"
+    aliases: adapt-conf
 
     On a pair, d = r_a - r_b, p = sigmoid(d), l(d, y) = -[y log p + (1 - y) log (1 - p)]. Each step:
 
@@ -41,8 +42,7 @@ class AdaptConf(Naive):
     the README's CIFAR commands and of the noisy-label configs (its ImageNet transfer command uses 4.0).
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         temperature: float = Field(0.5, gt=0.0, allow_inf_nan=False)
 
     def loss(self, step: Step):

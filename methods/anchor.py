@@ -9,12 +9,12 @@ import math
 from typing import Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from bench.models import num_layers
 from bench.pair_rows import response_states
 from bench.reference import pretrained_reference
-from methods.base import Step
+from methods.api import MethodParams, Step
 from methods.naive import Naive
 
 
@@ -61,8 +61,7 @@ class Anchor(Naive):
     """
     needs_hidden_states = True
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         lam: float = Field(1e-4, ge=0.0, allow_inf_nan=False)
         layers: Literal["last", "mid"] = "last"
 

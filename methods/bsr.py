@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import Step
+from methods.api import MethodParams, Step
 from methods.naive import Naive
 
 
@@ -28,8 +28,7 @@ class BSR(Naive):
     teacher's q (theirs has hard chosen/rejected labels). Its gradient on each reward is lam * mean.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         lam: float = Field(1e-3, ge=0.0, allow_inf_nan=False)
 
     def loss(self, step: Step):

@@ -5,9 +5,9 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import Step
+from methods.api import MethodParams, Step
 from methods.naive import Naive
 
 
@@ -31,6 +31,7 @@ class Confidence(Naive):
     name: confidence
     idea: W2S auxiliary confidence loss: blend the teacher's label with the student's own hardened prediction
     paper: Burns et al. 2023, "Weak-to-Strong Generalization" (openai/weak-to-strong, logconf_loss_fn)
+    aliases: logconf
 
     On a pair the two logits are [d, 0] with d = r_a - r_b, so P(a > b) = p = sigmoid(d). Each step:
 
@@ -45,8 +46,7 @@ class Confidence(Naive):
     Defaults alpha = 0.5, warmup = 0.1 are the reference's.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         alpha: float = Field(0.5, ge=0.0, le=1.0)
         warmup: float = Field(0.1, ge=0.0, le=1.0)
         schedule: Literal["linear", "reference"] = "linear"

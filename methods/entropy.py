@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import Step
+from methods.api import MethodParams, Step
 from methods.confidence import mixing_weight
 from methods.naive import Naive
 
@@ -35,8 +35,7 @@ class Entropy(Naive):
     numbers close to naive's. This is the reference's definition, kept as it is.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         alpha: float = Field(0.5, ge=0.0, le=1.0)
         warmup: float = Field(0.1, ge=0.0, le=1.0)
 

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import Step
+from methods.api import MethodParams, Step
 from methods.naive import Naive
 
 
@@ -26,8 +26,7 @@ class GCE(Naive):
     where p rounds to 0 or 1. Named ``exponent``, the paper's q, not to clash with the soft label q.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         exponent: float = Field(0.7, gt=0.0, le=1.0)
 
     def loss(self, step: Step):

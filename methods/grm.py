@@ -12,12 +12,12 @@ from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from torch.utils.checkpoint import checkpoint
 
 from bench.errors import BenchError
 from bench.models import inner_model, pretrained_lm_head, uses_pair_rows
-from methods.base import Step
+from methods.api import MethodParams, Step
 from methods.naive import Naive
 
 # Logits computed at once in the LM term: 2**26 float32 logits (256 MB) per chunk of tokens, e.g. 441
@@ -126,8 +126,7 @@ class GRM(Naive):
     """
     needs_hidden_states = True
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         alpha: float = Field(0.01, ge=0.0, le=1.0, allow_inf_nan=False)
         beta: float = Field(0.1, gt=0.0, allow_inf_nan=False)
         sft: Literal["logsigmoid", "nll"] = "logsigmoid"

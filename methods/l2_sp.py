@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import Step, backbone_parameters, head_parameter_names
+from methods.api import MethodParams, Step, backbone_parameters, head_parameter_names
 from methods.naive import Naive
 
 
@@ -13,14 +13,14 @@ class L2SP(Naive):
     name: l2-sp
     idea: BT + alpha/2 * ||w - w_pretrained||^2 over the backbone (+ beta/2 * ||w_head||^2)
     paper: Li et al. 2018, "Explicit Inductive Bias for Transfer Learning with Convolutional Networks"
+    aliases: l2sp
 
     loss = BT(q) + alpha/2 * sum over trainable backbone weights (w - w0)^2 + beta/2 * sum over head weights w^2,
     w0 the pretrained weights (a detached copy taken before the first step). Sums, not means, as in the
     paper, so alpha's scale depends on the model's size; a model pair may set its own default.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         alpha: float = Field(0.01, ge=0.0, allow_inf_nan=False)
         beta: float = Field(0.0, ge=0.0, allow_inf_nan=False)
 

@@ -1,5 +1,5 @@
 """A sanity check of each dataset: the longer response wins, no model trained."""
-from methods.base import Method
+from methods.api import Method
 
 
 class Length(Method):

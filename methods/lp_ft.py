@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import head_parameter_names
+from methods.api import MethodParams, head_parameter_names
 from methods.naive import Naive
 
 
@@ -14,6 +14,7 @@ class LPFT(Naive):
     name: lp-ft
     idea: linear probe (head only, backbone frozen) then full fine-tuning, so the random head does not distort features
     paper: Kumar et al. 2022, "Fine-Tuning can Distort Pretrained Features and Underperform Out-of-Distribution"
+    aliases: lpft
 
     Phase 1 (LP): only the reward head (the parameters outside ``model.base_model``) trains, for
     ``lp_epochs`` epochs at learning rate ``lp_lr``, on the same soft labels and loss as ``naive``.
@@ -22,8 +23,7 @@ class LPFT(Naive):
     The FT phase costs what ``naive`` costs; LP adds forward passes with a cheap backward.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         lp_epochs: int = Field(1, ge=1)
         lp_lr: float = Field(1e-3, gt=0.0, allow_inf_nan=False)
 

@@ -1,5 +1,5 @@
 """The plain W2S student: soft-label Bradley-Terry on the weak teacher's labels."""
-from methods.base import Method, Step, soft_bt_loss
+from methods.api import Method, Step, soft_bt_loss
 
 
 class Naive(Method):

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from methods.lp_ft import train_head_only
 from methods.naive import Naive
+from methods.api import MethodParams
 
 
 class Probe(Naive):
@@ -14,6 +15,7 @@ class Probe(Naive):
     name: probe
     idea: linear probe: only the reward head trains, on frozen pretrained features (zero backbone drift)
     paper: Kumar et al. 2022, "Fine-Tuning can Distort Pretrained Features and Underperform Out-of-Distribution"
+    aliases: linear-probe
 
     LP-FT's LP phase alone. The backbone stays exactly pretrained: the zero-drift end of the axis along
     which ANCHOR, l2-sp and wise-ft hold the student near its start, naive being the other end.
@@ -24,8 +26,7 @@ class Probe(Naive):
     fine-tuning rate is sized for the whole model and barely moves a fresh head).
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         lr: float = Field(1e-3, gt=0.0, allow_inf_nan=False)
         epochs: int = Field(1, ge=1)
 

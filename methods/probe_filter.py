@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from bench.label_stage import LabelInputs, Labels, drop_share
+from methods.api import LabelInputs, Labels, drop_share
 from methods.probe_relabel import ProbeRelabel
 
 

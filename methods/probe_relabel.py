@@ -5,9 +5,9 @@ from typing import Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from bench.label_stage import LabelInputs, Labels
+from methods.api import LabelInputs, Labels, MethodParams
 from methods.naive import Naive
 
 KNN_ROWS = 1024   # rows of the distance matrix held at once: n x n float64 is 3 GB at 20k pairs
@@ -72,8 +72,7 @@ class ProbeRelabel(Naive):
     with the probe's predictions, as here; ``probe-filter`` is its ``probe_filter``.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         probe: Literal["knn", "logreg"] = "knn"
         k: int = Field(50, ge=1)
         l2: float = Field(1e-3, ge=0.0, allow_inf_nan=False)

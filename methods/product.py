@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import Step
+from methods.api import MethodParams, Step
 from methods.naive import Naive
 
 
@@ -30,8 +30,7 @@ class Product(Naive):
     reference's. Its warmup_frac is stored but never used in its __call__, so there is no warm-up here either.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         alpha: float = Field(1.0, ge=0.0, allow_inf_nan=False)   # weight of the weak teacher
         beta: float = Field(1.0, ge=0.0, allow_inf_nan=False)    # weight of the strong student
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from bench.errors import BenchError
-from bench.label_stage import LabelInputs, Labels
-from methods.base import Step
+from methods.api import LabelInputs, Labels, MethodParams
+from methods.api import Step
 from methods.naive import Naive
 
 LOGIT_EPS = 1e-6   # teachers' labels are clamped to [eps, 1 - eps] before their logit: a label of exactly 0 or 1
@@ -72,8 +72,7 @@ class Raven(Naive):
     is the loss's, once. The label digest records the targets at the uniform start.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         k: int = Field(3, ge=2, le=16)
         lr: float = Field(1e-2, ge=0.0, allow_inf_nan=False)
         hold: float = Field(0.1, ge=0.0, lt=1.0)

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from bench.label_stage import LabelInputs, Labels, drop_share
+from methods.api import LabelInputs, Labels, MethodParams, drop_share
 from methods.naive import Naive
 
 
@@ -30,8 +30,7 @@ class ReliabilityFilter(Naive):
     used only by ``by=disagreement``.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         share: float = Field(0.1, ge=0.0, le=0.5)
         by: Literal["confidence", "disagreement"] = "confidence"
         k: int = Field(3, ge=2, le=16)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from bench.train import load_trainable_state, pair_rewards, preference_probability, trainable_state, validation_metrics
+from bench.train import pair_rewards, validation_metrics
+from methods.api import MethodParams, load_trainable_state, preference_probability, trainable_state
 from methods.naive import Naive
 
 
@@ -14,6 +15,7 @@ class S2S(Naive):
     name: s2s
     idea: strong-to-strong rounds: relabel the training pairs with the trained student's own soft labels and train a fresh student on them
     paper: EleutherAI w2s (github.com/EleutherAI/w2s, run.py: --s2s_iters)
+    aliases: strong-to-strong
 
     Round 0 is naive: the pretrained student (with its seeded head) learns the teacher's soft labels q
     with soft-label BT. Each of the ``rounds`` further rounds (1 by default) scores the training pairs
@@ -35,8 +37,7 @@ class S2S(Naive):
     followed by a scoring pass of the training pairs, plus a copy of the trainable weights on the CPU.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         rounds: int = Field(1, ge=1)
 
     def fit(self, student, examples, cfg, train):

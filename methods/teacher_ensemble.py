@@ -1,9 +1,9 @@
 """An ensemble of weak teachers: the student learns the mean of K teachers' soft labels."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from bench.label_stage import LabelInputs, Labels
+from methods.api import LabelInputs, Labels, MethodParams
 from methods.naive import Naive
 
 
@@ -12,6 +12,7 @@ class TeacherEnsemble(Naive):
     name: teacher-ensemble
     idea: soft-label BT on the mean soft label of K weak teachers trained on half A with different seeds
     paper: none (the weak-ensemble baseline; RAVEN, Jeon et al. 2025, arXiv 2510.21332, compares against one)
+    aliases: ensemble
 
     Label stage (bench/label_stage.py): teachers k = 0 .. K-1, each trained on half A with gold
     labels like the cell's teacher but with seeds of its own (k = 0 is the cell's teacher, reused from
@@ -25,8 +26,7 @@ class TeacherEnsemble(Naive):
     default 3; the extra teachers cost K - 1 teacher trainings once per cell.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         k: int = Field(3, ge=2, le=16)
 
     def relabel(self, inputs: LabelInputs) -> Labels:

@@ -5,11 +5,11 @@ from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from bench.errors import BenchError
-from bench.label_stage import LabelInputs, Labels
-from methods.base import Step
+from methods.api import LabelInputs, Labels, MethodParams
+from methods.api import Step
 from methods.naive import Naive
 
 
@@ -18,6 +18,7 @@ class Unbiased(Naive):
     name: unbiased
     idea: the teacher's hard labels as noisy labels with flip rate eps (its held-out error): rDPO's unbiased BT loss
     paper: Chowdhury et al. 2024, "Provably Robust DPO: Aligning Language Models with Noisy Feedback" (arXiv 2403.00409)
+    aliases: rdpo
 
     rDPO treats each preference label as the true one flipped with a known probability eps and corrects
     the log-sigmoid loss for it. Here the noisy labels are the teacher's hard labels y_i = 1[q_i > 1/2]
@@ -40,8 +41,7 @@ class Unbiased(Naive):
     held-out error is 1/2 or more carries no signal the correction can use: the run stops and says so.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         eps: Literal["auto"] | Annotated[float, Field(ge=0.0, lt=0.5)] = "auto"
 
     def __init__(self, params: BaseModel | None = None):

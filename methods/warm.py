@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from bench.data import sub_seed
 from bench.errors import BenchError
-from bench.train import TrainingLoop, load_trainable_state, trainable_state
+from bench.train import TrainingLoop
+from methods.api import MethodParams, load_trainable_state, trainable_state
 from methods.naive import Naive
 
 
@@ -40,8 +41,7 @@ class Warm(Naive):
     Costs M trainings, plus two copies of the trainable weights on the CPU (the start and the sum).
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         members: int = Field(3, ge=1)
 
     def fit(self, student, examples, cfg, train):

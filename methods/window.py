@@ -5,10 +5,10 @@ from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from bench.errors import BenchError
-from methods.base import Step
+from methods.api import MethodParams, Step
 from methods.naive import Naive
 
 
@@ -41,8 +41,7 @@ class Window(Naive):
     "midweak" (w2s/sft.py) does.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         radius: Literal["median"] | Annotated[float, Field(gt=0.0, le=0.5)] = 0.15
 
     def __init__(self, params: BaseModel | None = None):

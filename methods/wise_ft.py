@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import backbone_parameters
+from methods.api import MethodParams, backbone_parameters
 from methods.naive import Naive
 
 
@@ -13,6 +13,7 @@ class WiseFT(Naive):
     name: wise-ft
     idea: fine-tune as naive, then interpolate the backbone weights back towards the pretrained ones
     paper: Wortsman et al. 2022, "Robust fine-tuning of zero-shot models"
+    aliases: wiseft
 
     After training: theta = (1 - alpha) * theta_pretrained + alpha * theta_finetuned for every
     backbone parameter (alpha = 1 is naive, 0 the pretrained backbone). The reward head has no
@@ -20,8 +21,7 @@ class WiseFT(Naive):
     what naive costs, plus one copy of the backbone weights held during training.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         alpha: float = Field(0.5, ge=0.0, le=1.0)
 
     def setup(self, student):

@@ -122,7 +122,8 @@ def test_labels_are_the_data_the_harness_student_learns_from(walk):
     from datasets import load_dataset, load_from_disk
 
     from bench.formatting import formatter_for
-    from bench.labels import label_digest, read_rows
+    from bench.label_digest import label_digest
+    from bench.labels import read_rows
     from bench.models import load_tokenizer
 
     strong = formatter_for(walk.models.strong, load_tokenizer(walk.models.strong), walk.protocol.max_length)
@@ -213,7 +214,7 @@ def test_export_loads_with_datasets_and_the_card_recomputes_the_summary(walk, mo
 def test_the_label_digest_changes_with_every_field_and_the_order_of_the_rows():
     from bench.errors import BenchError
     from bench.hubcard import hub_license
-    from bench.labels import label_digest
+    from bench.label_digest import label_digest
 
     rows = [{"pair_id": f"p{i}", "prompt": [{"role": "user", "content": f"question {i}"}],
              "chosen": [{"role": "assistant", "content": f"good {i}"}],

@@ -391,7 +391,7 @@ def test_end_to_end_with_a_decoder_pair(specs, small_protocol, tmp_path):
 def test_head_and_backbone_split_of_a_lora_student(specs):
     """lp-ft, wise-ft and l2-sp split head from backbone; peft's renaming must not fool them."""
     from methods import make_method
-    from methods.base import backbone_parameters, head_parameter_names
+    from methods.api import backbone_parameters, head_parameter_names
 
     spec = dataclasses.replace(specs["qwen"], lora=frozen_map(r=4, alpha=8, target_modules=("q_proj", "v_proj")))
     model = load_reward_model(spec, seed=1)

@@ -23,7 +23,7 @@ from bench.pair_rows import collate_pairs, shared_prefix
 from bench.settings import RunSettings
 from bench.specs import ModelPairSpec, TrainConfig, frozen_map
 from methods import make_method
-from methods.base import Step, soft_bt_loss
+from methods.api import Step, soft_bt_loss
 
 TARGET = torch.tensor([0.8, 0.3, 0.6])
 

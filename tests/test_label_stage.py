@@ -11,11 +11,12 @@ import torch
 from bench import pipeline
 from bench.data import OrderedPair, Pair
 from bench.errors import BenchError
-from bench.label_stage import LabelInputs, Labels, checked, drop_share, has_label_stage
+from bench.label_stage import checked
+from methods.api import LabelInputs, Labels, drop_share, has_label_stage
 from bench.results import RESULT_FILE, recompute_folder
 from bench.settings import RunSettings
 from methods import make_method
-from methods.base import Method, Step, check_method_class
+from methods.api import Method, Step, check_method_class
 from methods.naive import Naive
 from methods.probe_relabel import knn_predictions, logreg_predictions
 from methods.raven import combined_targets, weight_step

@@ -9,7 +9,7 @@ from torch import nn
 
 from bench.errors import BenchError
 from methods import METHODS, get_method_class, load_method_file, make_method, method_origin
-from methods.base import Step, head_parameter_names, parse_front_matter
+from methods.api import Step, head_parameter_names, parse_front_matter
 from methods.confidence import hardened_predictions, mixing_weight
 
 
@@ -220,9 +220,9 @@ def test_method_file_registers_its_methods_and_records_their_origin(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("raise RuntimeError('boom')", "raised RuntimeError on import: boom"),
-    ("x = 1", "defines no subclass of methods.base.Method"),
+    ("x = 1", "defines no subclass of methods.api.Method"),
     ("from methods.naive import Naive\nclass NoDoc(Naive):\n    pass\n", "docstring front-matter"),
-    ("from methods.base import Method\nclass NoLoss(Method):\n    '''\n    name: noloss\n    idea: x\n    '''\n",
+    ("from methods.api import Method\nclass NoLoss(Method):\n    '''\n    name: noloss\n    idea: x\n    '''\n",
      "defines no loss"),
     (GOOD_FILE.format(tag="x").replace("halved-x", "naive"), "taken by another method"),
 ])

@@ -76,7 +76,7 @@ def test_run_with_a_method_file(registered_small, tmp_path, cache, capsys):
     protocol, models = registered_small
     path = tmp_path / "double_bt.py"
     path.write_text('''
-from methods.base import soft_bt_loss
+from methods.api import soft_bt_loss
 from methods.naive import Naive
 
 

@@ -10,7 +10,7 @@ from torch import nn
 
 from bench.errors import BadParamsError, BenchError
 from methods import METHODS, make_method
-from methods.base import Step
+from methods.api import Step
 
 NEW = ("entropy", "window", "product", "adaptconf", "gce", "unbiased", "bsr", "probe")
 
@@ -258,7 +258,7 @@ def test_probe_trains_only_the_head_of_the_tiny_student(strong_spec):
     from bench.models import load_reward_model, load_tokenizer
     from bench.specs import TrainConfig
     from bench.train import TrainExample, TrainingLoop
-    from methods.base import head_parameter_names
+    from methods.api import head_parameter_names
 
     spec = dataclasses.replace(strong_spec, num_layers=1)
     model, fmt = load_reward_model(spec, seed=0), formatter_for(spec, load_tokenizer(spec), 32)

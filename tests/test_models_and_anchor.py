@@ -6,7 +6,7 @@ import torch
 from bench.models import collate, formatter_for, load_reward_model, load_tokenizer, model_inputs, score
 from methods import make_method
 from methods.anchor import anchor_layers, masked_hidden_mse
-from methods.base import Step
+from methods.api import Step
 
 PROMPT = (("user", "any tips for a good risotto?"),)
 RESPONSE = "Arborio rice with warm stock, added one ladle at a time."

@@ -13,7 +13,7 @@ from bench.models import collate, load_reward_model, reward_forward, score
 from bench.pair_rows import collate_pairs, response_states, shared_prefix
 from bench.reference import ReferenceStates
 from bench.train import TrainExample
-from methods.base import soft_bt_loss
+from methods.api import soft_bt_loss
 
 LONG_PROMPT = (("user", "word " * 60 + "which rice for risotto?"),)
 

@@ -40,7 +40,8 @@ def test_cap_length_reaches_the_formatters_and_a_tiny_one_is_refused(tmp_path):
     from bench.errors import BenchError
 
     from bench.cache import Cache
-    from bench.pipeline import RunContext, checked_method
+    from bench.context import RunContext
+    from bench.pipeline import checked_method
 
     args = build_parser().parse_args(["run", "--method", "naive", "--protocol", "w2s-shift-v1", "--cap-length", "128"])
     settings = run_settings(args)

@@ -321,7 +321,7 @@ def test_sweep_goes_on_past_a_diverging_point(diverging_file, registered_small, 
 
 NAN_HEAD = '''
 import torch
-from methods.base import head_parameter_names
+from methods.api import head_parameter_names
 from methods.naive import Naive
 
 

@@ -13,8 +13,9 @@ from bench.data import sub_seed
 from bench.errors import BenchError
 from bench.models import load_reward_model, score
 from bench.specs import EarlyStopping, canonical_json, stable_hash
-from bench.train import (TrainExample, TrainingLoop, apply_freezing, epoch_batches, holdout_split, load_trainable_state,
-                         lr_schedule, train_reward_model, trainable_state, validation_metrics)
+from bench.train import (TrainExample, TrainingLoop, apply_freezing, epoch_batches, holdout_split, lr_schedule,
+                         train_reward_model, validation_metrics)
+from methods.api import load_trainable_state, trainable_state
 from methods import make_method
 from methods.naive import Naive
 
@@ -231,7 +232,7 @@ def test_early_stopping_keeps_each_steps_example_index_into_the_methods_examples
 
 def test_early_stopping_off_leaves_spec_hashes_and_cell_keys_as_they_were(small_protocol, small_models, tmp_path):
     from bench.cache import Cache
-    from bench.pipeline import RunContext
+    from bench.context import RunContext
     from bench.protocols import MODEL_PAIRS
     from bench.settings import RunSettings
 

@@ -1,7 +1,7 @@
 """Soft-label Bradley-Terry with the teacher's labels pulled towards 1/2: a one-line W2S method."""
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from methods.base import Step, soft_bt_loss
+from methods.api import MethodParams, Step, soft_bt_loss
 from methods.naive import Naive
 
 
@@ -14,8 +14,7 @@ class Smoothed(Naive):
     target = (1 - eps) * q + eps / 2; loss = soft-label BT on that target.
     """
 
-    class Params(BaseModel):
-        model_config = ConfigDict(extra="forbid", frozen=True)
+    class Params(MethodParams):
         eps: float = Field(0.2, ge=0.0, le=1.0)
 
     def loss(self, step: Step):

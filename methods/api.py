@@ -1,4 +1,8 @@
-"""The method adapter interface: what a W2S student method may change, and nothing more.
+"""The method API: what a W2S student method may change, and nothing more.
+
+The bottom layer of the project: everything a method file needs (``Method``, ``Step``, ``MethodParams``,
+``Labels`` / ``LabelInputs`` for a label stage, ``soft_bt_loss``, the trainable-state helpers), with
+no import from the stages that run methods (bench.train, bench.label_stage, bench.pipeline), which import it.
 
 A method is a subclass of ``Method`` in one short file. Its class docstring opens with a
 front-matter block, which is where its name, idea and paper come from::
@@ -39,9 +43,10 @@ Hooks, all optional except ``loss`` (``Naive`` implements it; most methods subcl
 """
 from __future__ import annotations
 
+import math
 import types
 import typing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, ClassVar, Literal
 
 import torch
@@ -52,13 +57,19 @@ from torch import nn
 from bench.errors import BadParamsError, BenchError
 
 if TYPE_CHECKING:
-    from bench.label_stage import LabelInputs, Labels
+    from bench.data import OrderedPair
 
-FRONT_MATTER_KEYS = ("name", "idea", "paper")
+FRONT_MATTER_KEYS = ("name", "idea", "paper", "aliases")
 
 
-class NoParams(BaseModel):
+class MethodParams(BaseModel):
+    """The base of every method's ``Params``: unknown keys are refused (a misspelt ``--param`` fails
+    before any work) and a run's params cannot change once made."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+NoParams = MethodParams   # a method without parameters
 
 
 @dataclass
@@ -97,6 +108,7 @@ def parse_front_matter(doc: str | None) -> dict[str, str]:
 
 class Method:
     name: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()            # other names it answers to (front matter ``aliases:``)
     summary: ClassVar[str] = ""
     paper: ClassVar[str] = ""
     labels: ClassVar[Literal["teacher", "gold"]] = "teacher"
@@ -111,6 +123,8 @@ class Method:
         cls.name = meta.get("name", cls.__dict__.get("name", ""))
         cls.summary = meta.get("idea", cls.__dict__.get("summary", ""))
         cls.paper = meta.get("paper", cls.__dict__.get("paper", ""))
+        cls.aliases = tuple(a.strip() for a in meta["aliases"].split(",")) if "aliases" in meta else \
+            cls.__dict__.get("aliases", ())
 
     def __init__(self, params: BaseModel | None = None):
         self.params = params if params is not None else self.Params()
@@ -156,13 +170,18 @@ class Method:
         a number its relabel found (``unbiased``'s flip rate) takes it from here."""
 
 
+def has_label_stage(method: Method) -> bool:
+    """Whether ``method`` has a label stage: it overrides ``Method.relabel``."""
+    return type(method).relabel is not Method.relabel
+
+
 def check_method_class(cls: object, where: str) -> type[Method]:
     """A clear error for anything registered as a method that cannot be one."""
     if not (isinstance(cls, type) and issubclass(cls, Method)):
-        raise BenchError(f"{where}: {cls!r} is not a subclass of methods.base.Method")
+        raise BenchError(f"{where}: {cls!r} is not a subclass of methods.api.Method")
     if not cls.name or not cls.summary:
         raise BenchError(f"{where}: method class {cls.__name__} needs a docstring front-matter with "
-                         f"'name:' and 'idea:' lines (see methods/base.py)")
+                         f"'name:' and 'idea:' lines (see methods/api.py)")
     if cls.trains and cls.loss is Method.loss:
         raise BenchError(f"{where}: method {cls.name!r} trains a student but defines no loss(step); "
                          f"subclass methods.naive.Naive or define loss")
@@ -226,3 +245,94 @@ def parse_params(cls: type[Method], values: dict[str, object]) -> BaseModel:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}" for e in error.errors())
         raise BadParamsError(f"bad params for method {cls.name!r}: {problems}. "
                              f"Valid params: {describe_params(cls)}") from None
+
+
+# --- in-memory checkpoints (early stopping in bench.train, warm and s2s) and the BT probability ------------
+def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of every parameter that requires grad: all that training can change (frozen weights, and
+    with LoRA the whole base model, stay as loaded). Kept on the CPU, so a checkpoint costs no device memory."""
+    return {name: p.detach().to("cpu", copy=True) for name, p in model.named_parameters() if p.requires_grad}
+
+
+@torch.no_grad()
+def load_trainable_state(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Write ``state`` (``trainable_state``'s, or an average of such) into the model's parameters, each
+    in its own dtype and on its own device."""
+    params = dict(model.named_parameters())
+    unknown = sorted(set(state) - set(params))
+    if unknown:
+        raise KeyError(f"a checkpoint of another model: it holds {unknown[:3]}, which this model has no parameter for")
+    for name, value in state.items():
+        params[name].copy_(value)
+
+
+def preference_probability(r_a: float, r_b: float) -> float:
+    """P(a > b) = sigmoid(r_a - r_b), the Bradley-Terry probability: the teacher's soft labels
+    (bench.teacher), a student's own (s2s, the misfit). One formula everywhere, so the same rewards give
+    the same label to the last bit; a gap past what ``math.exp`` can take gives its limit, 0."""
+    d = r_a - r_b
+    return 0.0 if d < -700 else 1.0 / (1.0 + math.exp(-d))
+
+
+# --- a label stage: what relabel reads and returns (bench/label_stage.py runs it) -------------------
+@dataclass
+class Labels:
+    """What a label-side method's ``relabel`` returns: what the student trains on."""
+
+    targets: list[float]                          # P(a > b) per training pair, in half B's order
+    kept: list[int] | None = None                 # the half-B indices (increasing) of the training pairs; None: all
+    teacher_labels: list[list[float]] | None = None   # per training pair, each teacher's P(a > b) (Step.teacher_labels)
+    info: dict = field(default_factory=dict)      # what the cell's result records about the labels (JSON values)
+
+
+@dataclass
+class LabelInputs:
+    """What ``relabel`` reads. The teachers and the strong model are computed only when asked for
+    (``teachers``, ``strong_model``, ``strong_features``); ``record`` collects what was computed (each
+    teacher's cache key, whether the features were cached) for the cell's result."""
+
+    ordered: list[OrderedPair]                        # half B, each pair in its seeded (a, b) order
+    soft_labels: list[float]                          # the cell's teacher's P(a > b), one per pair
+    member_labels: Callable[[int], list[float]]       # teacher m >= 1 -> its P(a > b) per pair
+    load_strong: Callable[[], nn.Module]              # the pretrained strong model, as the student starts
+    pair_features: Callable[[], torch.Tensor]         # (pairs, width): f(a) - f(b), f what the reward head reads
+    record: dict = field(default_factory=dict)
+    held_out_error: Callable[[], float] | None = None   # the teacher's error rate on gold pairs it never saw
+
+    def teachers(self, k: int) -> list[list[float]]:
+        """The soft labels of ``k`` teachers on half B: the cell's own (member 0) and k - 1 more, each
+        trained on half A with seeds of its own; per teacher, one P(a > b) per pair."""
+        if k < 1:
+            raise BenchError(f"teachers(k) needs k >= 1 (the cell's own teacher is the first), got {k}")
+        return [list(self.soft_labels)] + [self.member_labels(member) for member in range(1, k)]
+
+    def teacher_error(self) -> float:
+        """The teacher's error rate (0 to 1, a tie counting half) on gold-labelled pairs it was not trained
+        on: a teacher of the same configuration and seeds trained on half A less about 20% of it
+        (HOLDOUT_SHARE; whole prompt groups, seeded: bench.teacher.split_half_a), scored on that part (its
+        own teacher-stage entry). The cell's teacher trained on all of half A, so it has no held-out pairs
+        of its own; this one is its stand-in, on about 80% of the data."""
+        if self.held_out_error is None:
+            raise BenchError("teacher_error() needs a pipeline run (bench run): these LabelInputs have no "
+                             "held_out_error to call")
+        return self.held_out_error()
+
+    def strong_model(self) -> nn.Module:
+        """The pretrained strong model with its freshly initialised reward head, exactly as the student
+        starts (the same seed); in eval mode, on the run's device."""
+        return self.load_strong()
+
+    def strong_features(self) -> torch.Tensor:
+        """Per pair, f(a) - f(b) (float32, on the CPU), where f(x) is the vector the pretrained strong
+        model's reward head reads for (prompt, x): the head is linear, so its reward difference
+        r(a) - r(b) is the head's weight times this. Computed once per strong model and half B, and cached."""
+        return self.pair_features()
+
+
+def drop_share(unreliability: list[float], share: float) -> list[int]:
+    """The indices kept when the ``floor(share * n)`` pairs with the highest ``unreliability`` are
+    dropped (as EleutherAI w2s's ``Probe.filter``: ``int(contamination * n)``); among equal scores the
+    earlier pair goes first. The kept indices come back in increasing order."""
+    n_drop = math.floor(share * len(unreliability))
+    ranked = sorted(range(len(unreliability)), key=lambda i: (-unreliability[i], i))
+    return sorted(ranked[n_drop:])
