@@ -86,7 +86,8 @@ def score_candidate_sets(model, formatter, sets: dict[str, list[CandidateSet]], 
     # pairs=True reads sequence k and n/2 + k as a pair: the first of each two new candidates, then the second
     order = (units[0::2] + units[1::2]) if even else units
     sequences = [formatter.encode(sets[name][i].prompt, sets[name][i].responses[j]) for name, i, j in order]
-    rewards = dict(zip(order, scorer(model, sequences, batch_size, desc=f"scoring {who} candidates", pairs=even)))
+    rewards = dict(zip(order, scorer(model, sequences, batch_size, desc=f"scoring {who} candidates", pairs=even)
+                       if sequences else []))
     out: dict[str, list[list[float]]] = {}
     for name, its_sets in sets.items():
         chosen, rejected = pair_scores[name]
