@@ -190,3 +190,22 @@ def test_candidate_set_checks_its_shape():
         CandidateSet(id="x", prompt=(("user", "q"),), responses=("a", "b"), grades=(1,))
     with pytest.raises(ValueError, match="finite"):
         CandidateSet(id="x", prompt=(("user", "q"),), responses=("a", "b"), grades=(1, float("nan")))
+
+
+def test_candidate_scores_of_a_real_model_match_scoring_each_candidate(small_models, small_protocol):
+    """With the test pair's student (MiniLM cut to 2 layers): the pair's scores reused for candidates 0 and 1
+    and one pass for the rest give every candidate the score it gets scored alone (to float rounding)."""
+    from bench.models import formatter_for, load_reward_model, load_tokenizer
+    from bench.scorers import score_eval_sets, score_with_model
+
+    spec = small_models.strong
+    model, fmt = load_reward_model(spec, seed=0), formatter_for(spec, load_tokenizer(spec), small_protocol.max_length)
+    evals = {name: generate(domains()[name.split("/")[1]], "test", 6, **OPTIONS)
+             for name in ("mini/recipes", "mini/chat")}
+    sets = {name: load_candidates(DATASETS.get(name), 6, 4) for name in evals}
+    pair_scores = score_eval_sets(model, fmt, evals, 8, "student")
+    got = score_candidate_sets(model, fmt, sets, evals, pair_scores, 8, "student")
+    for name, its_sets in sets.items():
+        for s, row in zip(its_sets, got[name]):
+            alone = score_with_model(model, [fmt.encode(s.prompt, r) for r in s.responses], 1)
+            assert row == pytest.approx(alone, abs=1e-5)
