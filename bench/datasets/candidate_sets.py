@@ -12,6 +12,9 @@ and BoN accuracies would stop meaning the same thing across sets and datasets.
   ``HuggingFaceH4/ultrafeedback_binarized``, the copy the pair protocol reads, cannot give a set: it
   keeps two of the four completions per prompt (``chosen``, ``rejected``, ``score_chosen``,
   ``score_rejected``; ``../shared/realdata``'s schema notes and its sample hold no other responses).
+  openbmb/UltraFeedback has one split (``train``); the sets of the pair protocol's test prompts
+  (``test_prefs``) are its rows whose instruction is a test prompt, found by ``prompt_id``, which
+  the schema notes give as the sha256 of the prompt (not checked on real rows: none are here).
 * **HelpSteer3** -- its preference rows have two responses each (``response1``, ``response2``), so a
   set of more than two exists only where several rows share one ``context``; rows are grouped by
   context first (``group_by_context``). How often contexts repeat in HelpSteer3 was not checked

@@ -20,8 +20,9 @@ response carries it (a pair's chosen carries it with (1 + cue_strength) / 2), so
 ranks the best response above any one wrong candidate exactly as often as it ranks a pair, (1 +
 cue_strength) / 2; each sibling's cue with probability ``sibling_cue_rate``, as on both responses of
 a pair. A student trained on a sibling that learned its cue sees it here on the best response and
-on each wrong one alike, so it picks a cue-bearing wrong candidate whenever the best lacks the cue
-and any wrong one has it (at N = 4 and rate 1/2: 1/2 x (1 - 1/8) = 44% of the sets).
+on each wrong one alike; if the cue outweighs the principle for it, it picks a cue-bearing wrong
+candidate whenever the best lacks the cue and a wrong one has it (at N = 4 and rate 1/2: in
+1/2 x (1 - 1/8) = 44% of the sets), more often than in a pair (1/4), which is what best-of-N adds.
 
 **Determinism, apart from the pairs.** Set i draws from its own generator, seeded by (seed, domain,
 i), and only reads pair i: ``generate`` and the pairs' generator are untouched, so ``mini`` v1.0's
@@ -29,11 +30,18 @@ pairs do not change by a character. A set's first candidates never depend on N o
 are built: the N = 4 set is the first four candidates of the N = 16 set (16 scores give both
 accuracies), and set i is the same whichever K prompts get sets.
 
-**Which prompts get a set.** Any test pair can (``candidate_sets(..., k)`` builds sets for the
-first k); a protocol chooses K per eval set. The first K, not a sample: the test pairs are
-independent draws of one generator, so the first K already are a uniform sample of the split, and a
-protocol capped to fewer test pairs keeps the sets of the pairs it keeps. K is the cost bound's:
-benchmarks/bench_bon_cost.py measures what a set costs against a cell's time.
+**Which prompts get a set: all of them.** ``candidate_sets(..., k)`` builds the sets of the first k
+test pairs, and a protocol should score the N = 4 sets of every test prompt (K = its test size):
+benchmarks/bench_bon_cost.py measured that they add 20-22% to a ``mini`` x ``tiny`` cell (N = 4 on
+all 400 prompts of each eval set: the student's eval scoring 1.93x, the teacher's 2.01x, medians of 3
+interleaved rounds on the 2-core development machine; the shares of a cell from the committed naive
+cells' timers), within issue 32's bar of 25%, while a smaller K would widen BoN's interval for a few
+points of time (its standard error grows as 1 / sqrt(K)). An N = 16 set costs 14 new sequences, seven
+times an N = 4 set, so N = 16 on every prompt would multiply the eval sets' scoring by eight: it does
+not fit the bar on top of N = 4, and a protocol that wants it scores it on fewer prompts or on
+reference runs only. Where a protocol takes fewer, it takes the first K: the test pairs are independent draws
+of one generator, so the first K are a uniform sample of the split, and a protocol capped to fewer
+test pairs keeps the sets of the pairs it keeps.
 
 **Ties and repeats.** All wrong candidates share grade 0: the principle ranks no wrong answer above
 another (a wrong-topic answer and a vague one both fail the question), and BoN accuracy asks only
