@@ -135,6 +135,11 @@ def domains() -> dict[str, Domain]:
     return {m.DOMAIN.name: m.DOMAIN for m in (recipes, travel, techsupport, chat, pharmacy, cyber)}
 
 
+def sibling_cues(domain: Domain) -> list[str]:
+    """The cues of ``domain``'s category siblings, in registry order: they appear at random in its data."""
+    return [d.cue for d in domains().values() if d.category == domain.category and d.name != domain.name]
+
+
 def generate(domain: Domain, split: str, n: int, *, cue_strength: float, sibling_cue_rate: float, holdout: float,
              seed: int) -> list[Pair]:
     """``n`` pairs of ``domain``'s ``split`` ("train" or "test"); the same arguments give the same pairs."""
@@ -145,8 +150,7 @@ def generate(domain: Domain, split: str, n: int, *, cue_strength: float, sibling
         raise BenchError(f"mini datasets have splits 'train' and 'test', not {split!r}")
     if not 0.0 <= cue_strength <= 1.0:
         raise BenchError(f"cue_strength must lie in [0, 1], got {cue_strength}")
-    all_domains = domains()
-    siblings = [d.cue for d in all_domains.values() if d.category == domain.category and d.name != domain.name]
+    siblings = sibling_cues(domain)
     bank = domain.bank
     pool = _holdout(bank.topics, split, holdout, seed, domain.name)
     make = _helpful_pair if isinstance(bank, HelpfulBank) else _harmless_pair
