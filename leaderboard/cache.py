@@ -44,8 +44,8 @@ FORMAT = 1   # the layout of an entry; bump it when what is stored changes
 # of protocols and model pairs, and this module (how an outcome is stored).
 VALIDATION_CODE = ("bench.submissions.check", "bench.submissions.limits", "bench.submissions.schema",
                    "bench.submissions.scores", "bench.submissions.commands", "bench.results", "bench.metrics",
-                   "bench.report", "bench.stats", "bench.specs", "bench.errors", "bench.protocols", "bench.io",
-                   "leaderboard.cache")
+                   "bench.report", "bench.stats", "bench.sequential", "bench.specs", "bench.errors", "bench.protocols",
+                   "bench.io", "leaderboard.cache")
 
 
 def default_dir() -> Path:

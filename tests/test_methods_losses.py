@@ -2,6 +2,7 @@
 computations on tiny tensors, their parameter checks, and probe: only the reward head trains."""
 import dataclasses
 import math
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -37,7 +38,7 @@ def test_the_new_methods_are_registered_and_listed(capsys):
     assert main(["list", "methods"]) == 0
     out = capsys.readouterr().out
     for name in NEW:
-        assert f"\n{name:11s} " in out
+        assert re.search(rf"^{re.escape(name)} +\S", out, re.M), name
     assert "radius: median|float = 0.15" in out and "eps: auto|float = 'auto'" in out
     assert make_method("rdpo").name == "unbiased" and make_method("linear-probe").name == "probe"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import bench.context
 from bench import pipeline, teacher
 from bench.cache import MANIFEST, Cache, SharedWork
 from bench.cli import main
@@ -144,8 +145,8 @@ def test_changed_code_changes_the_keys_and_the_run_retrains(first_run, tmp_path,
     ctx = pipeline.RunContext(settings(small_protocol, small_models, out, cache), pipeline.make_method("naive"), Cache(cache))
     assert inputs["code"] == teacher.teacher_code(ctx.loaders(small_protocol.datasets[0]))
     assert inputs["platform"] == teacher.platform_version()
-    real = pipeline.code_version
-    for module in (pipeline, teacher):   # the cell's key and the teacher's
+    real = bench.context.code_version
+    for module in (bench.context, teacher):   # the cell's key and the teacher's
         monkeypatch.setattr(module, "code_version", lambda modules, functions=(): "edited-" + real(modules, functions))
     [after] = pipeline.run(settings(small_protocol, small_models, tmp_path / "out", tmp_path / "cache"))
     assert "[skip]" not in capsys.readouterr().err    # the finished cell is from other code: run again
@@ -157,11 +158,11 @@ def test_changed_code_changes_the_keys_and_the_run_retrains(first_run, tmp_path,
 def test_another_platform_changes_the_cell_and_teacher_keys(first_run, tmp_path, small_protocol, small_models,
                                                              monkeypatch):
     out, cache, before = first_run
-    real = pipeline.platform_version
+    real = bench.context.platform_version
     ctx = pipeline.RunContext(settings(small_protocol, small_models, out, cache), pipeline.make_method("naive"),
                               Cache(cache))
     assert ctx.cell_key(small_protocol.datasets[0], SEED) == before.cell_key
-    monkeypatch.setattr(pipeline, "platform_version", lambda: {**real(), "threads": real()["threads"] + 1})
+    monkeypatch.setattr(bench.context, "platform_version", lambda: {**real(), "threads": real()["threads"] + 1})
     assert ctx.cell_key(small_protocol.datasets[0], SEED) != before.cell_key
 
 

@@ -21,7 +21,7 @@ def make_cell(method, seed, source, correct, category="c"):
     """A cell from a result dict and scores rows; ``correct[dataset] = (teacher list, student list)``,
     the source's own dataset first."""
     result = {"method": {"name": method, "params": {}}, "seed": seed, "source": source, "category": category,
-              "eval_sets": {d: {"role": "id" if d == source else "ood"} for d in correct}}
+              "protocol": {"name": "p", "version": "1"}, "eval_sets": {d: {"role": "id" if d == source else "ood"} for d in correct}}
     rows = [{"eval_set": d, "pair_id": f"{d}/{i}", "teacher_chosen": scores(t)[0], "teacher_rejected": scores(t)[1],
              "student_chosen": scores(s)[0], "student_rejected": scores(s)[1]}
             for d, (teacher, student) in correct.items() for i, (t, s) in enumerate(zip(teacher, student))]
@@ -239,7 +239,7 @@ def test_mismatched_cells_or_pair_ids_are_refused():
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
 def test_non_finite_scores_are_refused(bad):
     result = {"method": {"name": "m", "params": {}}, "seed": 0, "source": "p/a", "category": "c",
-              "eval_sets": {"p/a": {"role": "id"}, "p/b": {"role": "ood"}}}
+              "protocol": {"name": "p", "version": "1"}, "eval_sets": {"p/a": {"role": "id"}, "p/b": {"role": "ood"}}}
     rows = [{"eval_set": d, "pair_id": f"{d}/{i}", "teacher_chosen": "1", "teacher_rejected": "0",
              "student_chosen": "1", "student_rejected": "0"} for d in ("p/a", "p/b") for i in range(3)]
     rows[4]["student_rejected"] = bad
