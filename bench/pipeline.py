@@ -23,8 +23,8 @@ from datetime import datetime, timezone
 from functools import cached_property, lru_cache
 
 from bench.cache import LOCKS, Cache, SharedWork
-from bench.data import (STUDENT_STAGES, LoadedSplit, Pair, cell_seed, eval_sets, load_pairs, split_prompt_disjoint,
-                        stage_seed)
+from bench.data import (STUDENT_STAGES, TEACHER_STAGES, LoadedSplit, Pair, cell_seed, eval_sets, load_pairs,
+                        split_prompt_disjoint, stage_seed)
 from bench.distributed import on_main_process, state
 from bench.env import environment
 from bench.label_stage import has_label_stage, label_code, label_stage
@@ -185,9 +185,6 @@ def training_targets(teacher: Teacher, labels: str) -> list[float]:
     if labels == "teacher":
         return teacher.soft_labels
     return [1.0 if o.a_is_chosen else 0.0 for o in teacher.ordered]
-
-
-TEACHER_STAGES = ("split", "order", "teacher-init", "teacher-order")
 
 
 def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell_key: str, method: dict,

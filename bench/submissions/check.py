@@ -16,6 +16,7 @@ from typing import Any, Iterator, Mapping
 
 from pydantic import BaseModel, ValidationError
 
+from bench.data import STUDENT_STAGES, TEACHER_STAGES, stage_seed
 from bench.errors import UnknownNameError
 from bench.io import sha256_file
 from bench.results import (EXTERNAL_NOTE, RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE, CellResult,
@@ -292,6 +293,7 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
             v.error(rel_result, f"method.{key}", f"is {getattr(result.method, key)!r}, the submission's is "
                     f"{meta['method'][key]!r}", REGENERATE)
     _check_provenance(v, rel_result, result, meta)
+    _check_seeds(v, rel_result, result, protocol)
     roles = {source: "id", **{t: "ood" for t in protocol.targets_of(source)}}
     if {k: e.role for k, e in result.eval_sets.items()} != roles:
         v.error(rel_result, "eval_sets", f"are {sorted(result.eval_sets)}, the protocol's for {source} are "
@@ -318,6 +320,22 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
         if not problems:  # what the board's intervals are computed from (at most the declared pairs)
             v.pairs.append(cell_from_scores(result, as_rows(rows), rel_result))
     return result
+
+
+def _check_seeds(v: Validation, rel: str, result: CellResult, protocol: ProtocolSpec) -> None:
+    """Every derived seed is the one the code derives from the cell's seed (bench.data.stage_seed): a
+    seed is never chosen, so an edited one is a cell no rerun reproduces. A harness-trained cell records
+    the teacher's and the student's stages, a student trained elsewhere (bench evaluate) the teacher's."""
+    stages = TEACHER_STAGES if result.external is not None else TEACHER_STAGES + STUDENT_STAGES
+    if set(result.derived_seeds) != set(stages):
+        v.error(rel, "derived_seeds", f"names the stages {sorted(result.derived_seeds)}; a cell's are {sorted(stages)}",
+                REGENERATE)
+    for stage in stages:
+        derived = stage_seed(protocol, result.seed, result.source, stage, result.replicate)
+        if stage in result.derived_seeds and result.derived_seeds[stage] != derived:
+            v.error(rel, f"derived_seeds.{stage}", f"is {result.derived_seeds[stage]}, but seed {result.seed} of "
+                    f"{result.source}{f' (replicate {result.replicate})' if result.replicate else ''} derives "
+                    f"{derived} (bench.data.stage_seed): seeds are derived, never chosen", REGENERATE)
 
 
 def _check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -> None:
