@@ -2,8 +2,14 @@
 and checks the harness's answer (docs/reliability.md, "Round three")."""
 from __future__ import annotations
 
-from bench.submissions import validate_submission
-from small_runs import edit_json, first_cell, reseal
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench.submissions import SUBMISSION_FILE, cell_folder, validate_submission
+from small_runs import edit_json, first_cell, reseal, zip_folder
 
 
 def check(runs, folder):
@@ -30,3 +36,163 @@ def test_a_missing_or_foreign_stage_seed_is_refused(runs, naive):
     edit_json(first_cell(naive) / "result.json", change)
     reseal(naive)
     assert "derived_seeds: names the stages ['lucky', 'order'" in errors(check(runs, naive))
+
+
+# --- 1 and 2. a forged teacher, dropped test pairs ---------------------------------------------------------
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def forge(folder: Path, edit) -> None:
+    """``edit(seed, source, rows) -> rows`` on every cell's per-pair scores, then every number recomputed
+    with the harness's own functions and every checksum resealed, as a careful forger would: only the
+    reference teacher is left to notice."""
+    from bench.io import csv_gz_bytes, read_csv_gz, sha256_file
+    from bench.metrics import cell_metrics
+    from bench.results import SCORE_COLUMNS, accuracies_from_scores, read_result
+    from bench.stats import load_cells
+    from bench.submissions.schema import submission_intervals, submission_summary
+
+    meta = json.loads((folder / SUBMISSION_FILE).read_text())
+    results, cells = [], []
+    for ref in meta["cells"]:
+        cell = folder / cell_folder(ref["seed"], ref["source"])
+        rows = edit(ref["seed"], ref["source"], read_csv_gz(cell / "scores.csv.gz"))
+        (cell / "scores.csv.gz").write_bytes(csv_gz_bytes(SCORE_COLUMNS, [[r[c] for c in SCORE_COLUMNS] for r in rows]))
+        result = json.loads((cell / "result.json").read_text())
+        accuracies = accuracies_from_scores(rows)
+        for name, e in result["eval_sets"].items():
+            e.update(teacher_acc=accuracies[name]["teacher"], student_acc=accuracies[name]["student"],
+                     n_pairs=accuracies[name]["n_pairs"])
+        result["metrics"] = cell_metrics(accuracies, result["source"])
+        result["scores_file"]["sha256"] = ref["scores_sha256"] = sha256_file(cell / "scores.csv.gz")
+        (cell / "result.json").write_text(json.dumps(result))
+        ref["result_sha256"] = sha256_file(cell / "result.json")
+        results.append(read_result(result))
+        cells.append(cell)
+    meta["summary"], meta["intervals"] = submission_summary(results), submission_intervals(load_cells(cells))
+    (folder / SUBMISSION_FILE).write_text(json.dumps(meta))
+
+
+def flip_teacher_wins(n: int, seed: int, source: str):
+    """An edit: the teacher's first ``n`` wins on the source's own test split, in cell (seed, source), swapped."""
+    def edit(cell_seed, cell_source, rows):
+        if (cell_seed, cell_source) == (seed, source):
+            wins = [r for r in rows if r["eval_set"] == source and float(r["teacher_chosen"]) > float(r["teacher_rejected"])]
+            for row in wins[:n]:
+                row["teacher_chosen"], row["teacher_rejected"] = row["teacher_rejected"], row["teacher_chosen"]
+        return rows
+    return edit
+
+
+def drop_student_losses(n: int):
+    """An edit: from every eval set, ``n`` pairs the student of the first cell scoring it gets wrong (or
+    all it gets wrong and the first others), dropped in every cell, so that the intervals still compute."""
+    chosen: dict[str, set[str]] = {}
+
+    def edit(seed, source, rows):
+        for name in {row["eval_set"] for row in rows} - set(chosen):
+            own = [row for row in rows if row["eval_set"] == name]
+            own.sort(key=lambda row: float(row["student_chosen"]) >= float(row["student_rejected"]))  # losses first
+            chosen[name] = {row["pair_id"] for row in own[:n]}
+        return [row for row in rows if row["pair_id"] not in chosen[row["eval_set"]]]
+    return edit
+
+
+def reference_copy(tmp_path: Path, slug: str = "naive") -> Path:
+    folder = REPOSITORY / "submissions" / "mini" / "tiny" / slug
+    if not folder.is_dir():
+        pytest.skip("no reference submissions")
+    return Path(shutil.copytree(folder, tmp_path / "mini" / "tiny" / slug))
+
+
+def validate_cli(folder: Path, capsys) -> tuple[int, str]:
+    from bench.cli import main
+
+    code = main(["validate", str(folder)])
+    return code, capsys.readouterr().out
+
+
+def upload(folder: Path, tmp_path: Path, board=None, runs=None) -> str:
+    from leaderboard import core
+    from leaderboard.app import check_upload
+
+    archive = zip_folder(folder, tmp_path / f"{folder.name}.zip")
+    board = board or core.Board(tmp_path / "empty", [])
+    return check_upload(str(archive), board, *((runs.protocols, runs.model_pairs) if runs else ()))[0]
+
+
+def test_a_forged_teacher_is_refused_by_validate_compare_and_the_board_upload(tmp_path, capsys):
+    """Ten of the teacher's wins flipped in a copy of naive's reference submission, every number recomputed
+    and resealed: it passed validation and ranked first on the board. The committed reference teacher of
+    mini x tiny (built from naive's submission) refuses it, naming the cell, the eval set and the count."""
+    forged = reference_copy(tmp_path)
+    forge(forged, flip_teacher_wins(10, 0, "mini/recipes"))
+    code, out = validate_cli(forged, capsys)
+    message = ("cells/seed0/mini__recipes/result.json: eval_sets.mini/recipes: the teacher's verdicts differ from those "
+               "of the reference teacher (submission mini/tiny/naive) on 10 of 400 test pairs")
+    assert code == 1 and message in out, out
+    assert out.count("verdicts differ") == 1   # the other 17 cells and the targets of this one hold
+    report = upload(forged, tmp_path)
+    assert report.startswith("naive.zip: REJECTED") and message in report, report
+    # bench compare pairs a method with naive only on one teacher: the forged naive beside the real ceiling
+    shutil.copytree(REPOSITORY / "submissions" / "mini" / "tiny" / "ceiling", tmp_path / "mini" / "tiny" / "ceiling")
+    from bench.cli import main
+
+    assert main(["compare", "ceiling", "naive", "--out", str(tmp_path / "mini" / "tiny")]) == 2
+    assert "its teacher's verdicts on mini/recipes differ from 'ceiling''s on 10 of 400 test pairs" in \
+        capsys.readouterr().err
+
+
+def test_dropped_test_pairs_are_refused_by_validate_and_the_board_upload(tmp_path, capsys):
+    forged = reference_copy(tmp_path)
+    forge(forged, drop_student_losses(4))
+    code, out = validate_cli(forged, capsys)
+    message = ("cells/seed0/mini__recipes/result.json: eval_sets.mini/recipes: scores 396 test pairs where the "
+               "protocol's test split has 400: 4 of its pairs are missing and 0 are not in it")
+    assert code == 1 and message in out, out
+    assert out.count("4 of its pairs are missing") == 54   # every eval set of every cell: 18 cells x 3
+    report = upload(forged, tmp_path)
+    assert report.startswith("naive.zip: REJECTED") and message in report, report
+
+
+def test_without_a_committed_reference_generated_test_splits_and_the_boards_naive_check(runs, tmp_path):
+    """mini-test has no committed reference: its test splits are generated again (dropped pairs are
+    refused by validate_submission alone), and in a folder of submissions, or on the board's upload, its
+    naive submission is the reference teacher of the others."""
+    from bench.submissions.tree import validate_tree
+
+    dropped = runs.copy_submissions(tmp_path / "dropped") / "mini-test" / "tiny-test" / "anchor_lam=0.5_layers=last"
+    forge(dropped, drop_student_losses(2))
+    found = errors(check(runs, dropped))
+    assert "eval_sets.mini/travel: scores 22 test pairs where the protocol's test split has 24: 2 of its pairs are " \
+           "missing and 0 are not in it" in found and "the protocol's test splits, generated again" in found
+    root = runs.copy_submissions(tmp_path / "forged")
+    forge(root / "mini-test" / "tiny-test" / "ceiling", flip_teacher_wins(3, 0, "mini/travel"))
+    alone = check(runs, root / "mini-test" / "tiny-test" / "ceiling")
+    assert alone.ok   # a submission alone, with no reference: its teacher cannot be checked ...
+    [warning] = validate_tree(root / "mini-test" / "tiny-test" / "ceiling", runs.protocols, runs.model_pairs)[0].warnings
+    assert "no reference teacher for mini-test/tiny-test" in str(warning)   # ... and validate says so
+    by_key = {v.key: v for v in validate_tree(root, runs.protocols, runs.model_pairs)}
+    message = ("cells/seed0/mini__travel/result.json: eval_sets.mini/travel: the teacher's verdicts differ from those "
+               "of the reference teacher (the submission mini-test/tiny-test/naive) on 3 of 24 test pairs")
+    assert message in errors(by_key["mini-test/tiny-test/ceiling"])
+    assert all(v.ok for key, v in by_key.items() if not key.endswith("ceiling"))
+    from leaderboard import core
+
+    board = core.load_board(runs.submissions, runs.protocols, runs.model_pairs, tmp_path / "cache")
+    report = upload(root / "mini-test" / "tiny-test" / "ceiling", tmp_path, board, runs)
+    assert report.startswith("ceiling.zip: REJECTED") and "on 3 of 24 test pairs" in report, report
+
+
+def test_the_committed_reference_teachers_are_their_submissions(tmp_path):
+    """Each committed reference equals what its reference submission of naive gives now."""
+    from bench.submissions import reference
+    from bench.submissions.limits import REFERENCES
+
+    committed = sorted(REFERENCES.glob("*.json"))
+    assert [p.name for p in committed] == ["mini+cap-train800-test200__smol.json", "mini__tiny+early-stop.json",
+                                           "mini__tiny.json"]
+    folders = [REPOSITORY / "submissions" / Path(*p.stem.replace("__", "/").split("/")) / "naive" for p in committed]
+    assert reference.main([*map(str, folders), "--root", str(tmp_path)]) == 0
+    for path in committed:
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name

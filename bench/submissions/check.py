@@ -12,7 +12,7 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,10 +25,13 @@ from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.stats import cell_from_scores
 from bench.submissions import limits
 from bench.submissions.commands import absolute_paths
-from bench.submissions.limits import (CELL_FILE_RE, NAME_RE, PARAM_KEY_RE, REGENERATE, SCHEMA_VERSION, SUBMISSION_FILE,
-                                      UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder, unsafe_text)
+from bench.submissions.limits import (CELL_FILE_RE, NAME_RE, PARAM_KEY_RE, REFERENCES, REGENERATE, SCHEMA_VERSION,
+                                      SUBMISSION_FILE, UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder, unsafe_text)
 from bench.submissions.schema import SubmissionFile, code_version, submission_intervals, submission_summary
 from bench.submissions.scores import as_rows, read_scores
+
+if TYPE_CHECKING:   # imported where used, so that `python -m bench.submissions.reference` runs it once
+    from bench.submissions import reference as reference_teacher
 
 
 # --- small helpers --------------------------------------------------------------------------------------
@@ -262,8 +265,8 @@ def _close(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, abs_tol=1e-9)
 
 
-def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, files: dict[str, int]
-                ) -> CellResult | None:
+def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, files: dict[str, int],
+                reference: reference_teacher.Reference | None = None) -> CellResult | None:
     base = cell_folder(ref["seed"], ref["source"])
     rel_result, rel_scores = f"{base}/{RESULT_FILE}", f"{base}/{SCORES_FILE}"
     missing = [r for r in (rel_result, rel_scores) if r not in files]
@@ -319,6 +322,10 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
             v.error(rel_result, fld, problem, "the numbers must be the ones the per-pair scores give; " + REGENERATE)
         if not problems:  # what the board's intervals are computed from (at most the declared pairs)
             v.pairs.append(cell_from_scores(result, as_rows(rows), rel_result))
+            if reference is not None:   # the protocol's test pairs, judged by the protocol's teacher
+                from bench.submissions.reference import check_cell
+
+                check_cell(v, reference, v.pairs[-1])
     return result
 
 
@@ -391,7 +398,22 @@ def _in_time(v: Validation, started: float, budget: float | None, doing: str) ->
         raise _Stop
 
 
-def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -> None:
+def _reference(v: Validation, protocol: ProtocolSpec, models: str, references: Path | None
+               ) -> reference_teacher.Reference | None:
+    """What a submission's test pairs and teacher are checked against (bench.submissions.reference): the
+    committed reference of its protocol x model pair, else its generated test splits, else nothing."""
+    from bench.submissions import reference as reference_teacher
+
+    try:
+        found = reference_teacher.committed(protocol, models, references)
+    except ValueError as error:   # a reference of another protocol version or format
+        v.error(SUBMISSION_FILE, "protocol", str(error), "update shiftbench, or rebuild the reference")
+        return None
+    return found or reference_teacher.generated(protocol)
+
+
+def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
+           references: Path | None = REFERENCES) -> None:
     started = time.monotonic()
     files = _inventory(v)
     meta = _read_json(v, v.folder, SUBMISSION_FILE, SubmissionFile).model_dump()
@@ -414,6 +436,7 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -
                 f"the harness is marked {EXTERNAL_NOTE!r}", REGENERATE)
     protocol = _check_protocol(v, meta, protocols)
     _check_models(v, meta, model_pairs)
+    reference = _reference(v, protocol, meta["models"]["name"], references)
 
     listed: dict[tuple[int, str], dict] = {}
     for i, ref in enumerate(meta["cells"]):
@@ -440,7 +463,7 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -
 
     for i, key in enumerate(sorted(listed, key=lambda k: (k[0], protocol.datasets.index(k[1])))):
         _in_time(v, started, budget, f"cell {i + 1} of {len(listed)} (seed {key[0]}, {key[1]})")
-        result = _check_cell(v, meta, protocol, listed[key], files)
+        result = _check_cell(v, meta, protocol, listed[key], files, reference)
         if result is not None:
             v.cells.append(result)
 
@@ -453,7 +476,15 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -
             if not _close(meta["summary"].get(name), value):
                 v.error(SUBMISSION_FILE, f"summary.{name}", f"is {meta['summary'].get(name)} but the cells give "
                         f"{value}", REGENERATE)
-        if len(v.pairs) == len(v.cells):   # every cell recomputed: so can its intervals
+        from bench.submissions.reference import PAIRS_FIX, from_cells
+
+        try:   # every cell scores one test split per eval set (the reference checked them, where there is one)
+            from_cells(v.pairs, meta["protocol"], meta["models"]["name"], "this submission")
+            one_split = True
+        except ValueError as error:
+            v.error(SUBMISSION_FILE, "cells", str(error), PAIRS_FIX)
+            one_split = False
+        if len(v.pairs) == len(v.cells) and one_split:   # every cell recomputed: so can its intervals
             _in_time(v, started, budget, "the intervals")
             _check_intervals(v, meta["intervals"], submission_intervals(v.pairs))
         if meta["code_version"] != code_version(v.cells):
@@ -480,13 +511,15 @@ def _check_intervals(v: Validation, stored: dict, recomputed: dict) -> None:
 
 def validate_submission(folder: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
                         model_pairs: Mapping[str, ModelPairSpec] | None = None,
-                        time_budget_s: float | None = None) -> Validation:
+                        time_budget_s: float | None = None,
+                        references: Path | None = REFERENCES) -> Validation:
     """Check one submission folder. ``protocols`` / ``model_pairs`` add specs to the registries' (tests).
     ``time_budget_s``: stop with an error after this long (checked between cells; the leaderboard
-    passes limits.UPLOAD_TIME_BUDGET_S for uploads, bench validate none)."""
+    passes limits.UPLOAD_TIME_BUDGET_S for uploads, bench validate none). ``references``: the folder of
+    committed reference teachers (bench.submissions.reference; None: none, to build one)."""
     v = Validation(Path(folder))
     try:
-        _check(v, protocols, model_pairs, time_budget_s)
+        _check(v, protocols, model_pairs, time_budget_s, references)
     except _Stop:
         pass
     except (OSError, KeyError, TypeError, ValueError) as error:  # malformed beyond what the schema says

@@ -13,6 +13,9 @@ from pathlib import Path
 SCHEMA_VERSION = 2   # 2: intervals and the misfit in the summary
 KIND = "shiftbench-submission"
 SUBMISSION_FILE = "submission.json"
+# The committed reference teachers every submission of their protocol x model pair is checked against
+# (bench.submissions.reference).
+REFERENCES = Path(__file__).with_name("references")
 
 # Limits, checked before reading: a submission of the real protocol is a few MB.
 MAX_SUBMISSION_BYTES = 50 * 2**20      # all files of one submission on disk (or in an upload)
