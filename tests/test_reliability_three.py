@@ -196,3 +196,27 @@ def test_the_committed_reference_teachers_are_their_submissions(tmp_path):
     assert reference.main([*map(str, folders), "--root", str(tmp_path)]) == 0
     for path in committed:
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
+
+
+# --- 11. bench submit on cells of different test splits ---------------------------------------------------
+def test_submit_refuses_cells_of_different_test_splits_naming_the_cell(runs, tmp_path):
+    """One cell's scores name another test pair (its numbers recompute, so it is a finished cell): bench
+    submit ended in a raw ValueError from bench.stats.Board; now a refusal naming the cell."""
+    from bench.errors import BenchError
+    from bench.io import csv_gz_bytes, read_csv_gz, sha256_file
+    from bench.results import SCORE_COLUMNS
+    from bench.submissions import submit
+
+    results = tmp_path / "results" / "naive"
+    shutil.copytree(runs.results / "mini-test" / "tiny-test" / "naive", results)
+    cell = results / "seed0" / "mini__travel"
+    rows = read_csv_gz(cell / "scores.csv.gz")
+    renamed = next(row for row in rows if row["eval_set"] == "mini/recipes")
+    renamed["pair_id"] = "recipes/test/99999"
+    (cell / "scores.csv.gz").write_bytes(csv_gz_bytes(SCORE_COLUMNS, [[r[c] for c in SCORE_COLUMNS] for r in rows]))
+    edit_json(cell / "result.json", lambda r: r["scores_file"].update(sha256=sha256_file(cell / "scores.csv.gz")))
+    with pytest.raises(BenchError) as raised:
+        submit([results], tmp_path / "out", "me", protocols=runs.protocols, model_pairs=runs.model_pairs)
+    assert "seed 0 mini/travel scores other test pairs of mini/recipes than seed 0 mini/recipes (24 pairs against " \
+           "24: 1 of those missing, 1 others): the cells were run on different test splits" in str(raised.value)
+    assert not (tmp_path / "out").exists()

@@ -85,6 +85,19 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
     return chosen, problems
 
 
+def _one_test_split(chosen: dict, destination: Path) -> list[str]:
+    """A submission's cells score one test split per eval set (its intervals pair them pair by pair):
+    the cell that does not, named, with what to do; empty when they do."""
+    from bench.submissions.reference import from_cells
+
+    try:
+        from_cells(load_cells(folder for folder, _ in chosen.values()), {}, "", str(destination))
+    except ValueError as error:
+        return [f"{error}: the cells were run on different test splits (another --cap-test, --data-dir or version "
+                "of the data); rerun them with one setting, or give the results folder of one run"]
+    return []
+
+
 def _pack_result(cell_dir: Path, result: CellResult, target: Path) -> CellResult:
     """The cell's result.json as the submission holds it: the run's, with its command made public
     (a byte copy where there is nothing to replace). Returns what was written."""
@@ -148,6 +161,8 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
         if destination.exists() and not force:
             problems.append(f"{destination} exists; pass --force to replace it")
         plans.append((chosen, protocol, destination))
+    for chosen, protocol, destination in plans:
+        problems += _one_test_split(chosen, destination)
     if problems:
         raise BenchError("nothing submitted:\n  " + "\n  ".join(problems))
     written = []

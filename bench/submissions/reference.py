@@ -82,14 +82,20 @@ def dumps(data: dict) -> str:
 
 def from_cells(cells: list[Cell], protocol: dict, models: str, origin: str) -> Reference:
     """The reference a submission's cells (bench.stats.Cell, as validation reads them) give: their test
-    pairs and their teacher's verdicts. Refuses cells that score an eval set's pairs differently."""
+    pairs and their teacher's verdicts. A ValueError naming the cell whose test pairs of an eval set are
+    not the other cells' (a protocol's test split is the same pairs in every cell)."""
     pairs: dict[str, tuple[str, ...]] = {}
+    first: dict[str, Cell] = {}
     verdicts = {}
     for cell in cells:
         for e in cell.eval_sets:
-            if pairs.setdefault(e.name, e.pair_ids) != e.pair_ids:
-                raise ValueError(f"{origin}: seed {cell.seed} {cell.source} scores other test pairs of {e.name} "
-                                 "than its other cells")
+            ids = pairs.setdefault(e.name, e.pair_ids)
+            other = first.setdefault(e.name, cell)
+            if ids != e.pair_ids:
+                missing, foreign = len(set(ids) - set(e.pair_ids)), len(set(e.pair_ids) - set(ids))
+                raise ValueError(f"{origin}: seed {cell.seed} {cell.source} scores other test pairs of {e.name} than "
+                                 f"seed {other.seed} {other.source} ({len(e.pair_ids)} pairs against {len(ids)}: "
+                                 f"{missing} of those missing, {foreign} others{'' if missing or foreign else ', in another order'})")
             verdicts[cell.seed, cell.source, e.name] = correctness_text(e.teacher)
     return Reference(protocol, models, origin, dict(sorted(pairs.items())), verdicts)
 
