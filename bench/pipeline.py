@@ -394,7 +394,7 @@ def run(settings: RunSettings) -> list[CellResult]:
 
     from tqdm.auto import tqdm
 
-    from bench.errors import BenchError, CellsFailedError, TrainingDivergedError
+    from bench.errors import BenchError, CellsFailedError, described
     from bench.locks import file_lock, lock_path
 
     method = checked_method(settings)   # fails before any work
@@ -428,16 +428,17 @@ def run(settings: RunSettings) -> list[CellResult]:
                 continue
             try:
                 results.append(run_cell(ctx, source, seed))
-            except TrainingDivergedError as error:  # this cell's settings, not the run's: the other cells go on
-                failures.append(f"{source} seed {seed}, {method.name} ({shown}): {error}")
+            except Exception as error:  # noqa: BLE001
+                if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+                    # the disk filled or went read-only mid-run: every later cell would fail too
+                    where = f" ({error.filename})" if error.filename else ""
+                    raise BenchError(f"{source} seed {seed} stopped: {error.strerror}{where} while writing the results "
+                                     f"folder {settings.out} or the teacher cache {ctx.cache.root}. Free space there (or "
+                                     "make it writable) and rerun: finished cells are kept") from error
+                # this cell's settings or its method's code, not the run's: the other cells go on, as they do
+                # in worker processes (bench.sweep.run_cells), and the run ends listing the failed ones
+                failures.append(f"{source} seed {seed}, {method.name} ({shown}): {described(error)}")
                 print(f"[failed] {failures[-1]}", file=sys.stderr)
-            except OSError as error:  # the disk filled or went read-only mid-run: every later cell would fail too
-                if error.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
-                    raise
-                where = f" ({error.filename})" if error.filename else ""
-                raise BenchError(f"{source} seed {seed} stopped: {error.strerror}{where} while writing the results folder "
-                                 f"{settings.out} or the teacher cache {ctx.cache.root}. Free space there (or make it "
-                                 "writable) and rerun: finished cells are kept") from error
     if failures:
         raise CellsFailedError(failures, results, settings.out)
     return results

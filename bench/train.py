@@ -21,7 +21,7 @@ from torch import nn
 from bench.cache import SharedWork
 from bench.data import sub_seed
 from bench.distributed import on_cpu, shard
-from bench.errors import BenchError, TrainingDivergedError
+from bench.errors import BenchError, MethodError, TrainingDivergedError
 from bench.models import Encoded, collate_examples, reward_forward, score, uses_pair_rows
 from bench.pair_rows import row_length
 from bench.specs import EarlyStopping, TrainConfig
@@ -175,6 +175,23 @@ def lr_schedule(optimizer: torch.optim.Optimizer, total: int, warmup_ratio: floa
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
 
 
+def check_loss(loss: object, method: Method, desc: str) -> None:
+    """What the loop needs of a method's loss, so that a method that returns anything else fails its cell
+    with what to return (MethodError), not with autograd's error: one number (a 0-d tensor), with a
+    gradient through the student's weights (a constant, or a loss computed apart from the rewards, has none)."""
+    name = f"{desc}: method {method.name!r}'s loss(step)"
+    if not isinstance(loss, torch.Tensor):
+        raise MethodError(f"{name} returned a {type(loss).__name__}, not a tensor: return (loss, logs), loss a 0-d "
+                          "torch tensor computed from step.r_a and step.r_b (as methods/naive.py does)")
+    if loss.dim() != 0:
+        raise MethodError(f"{name} returned a tensor of shape {tuple(loss.shape)}, not one number: reduce it over the "
+                          "batch (e.g. .mean(), as methods.base.soft_bt_loss does)")
+    if not loss.requires_grad:
+        raise MethodError(f"{name} has no gradient, so training would change nothing: it does not depend on the "
+                          "student's trainable weights. Compute it from step.r_a and step.r_b (or step.hidden_states), "
+                          "as methods/naive.py does")
+
+
 def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
                        seed: int, desc: str) -> dict:
     """One run of the loop: a fresh optimizer over the parameters that require grad, ``method.loss``
@@ -258,6 +275,7 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
                         teacher_labels=torch.tensor([ex.teacher_labels for ex in chunk], dtype=torch.float32,
                                                     device=device) if chunk[0].teacher_labels else None)
             loss, logs = method.loss(step)
+            check_loss(loss, method, desc)
             batch_loss = loss.detach() * (weight / world)
             if world > 1:  # the whole batch's loss, the same on every process
                 batch_loss = accelerator.reduce(batch_loss, reduction="sum")

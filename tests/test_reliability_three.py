@@ -220,3 +220,89 @@ def test_submit_refuses_cells_of_different_test_splits_naming_the_cell(runs, tmp
     assert "seed 0 mini/travel scores other test pairs of mini/recipes than seed 0 mini/recipes (24 pairs against " \
            "24: 1 of those missing, 1 others): the cells were run on different test splits" in str(raised.value)
     assert not (tmp_path / "out").exists()
+
+
+# --- 4. a failing cell, in this process as in worker processes --------------------------------------------
+BROKEN = '''
+import torch
+from pydantic import BaseModel, ConfigDict
+from typing import Literal
+from methods.naive import Naive
+
+
+class Broken(Naive):
+    """
+    name: broken
+    idea: naive, broken on purpose in one of the ways a method's code breaks
+    paper: none
+    """
+
+    class Params(BaseModel):
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        how: Literal["raise", "nograd", "constant", "vector"] = "raise"
+
+    def fit(self, student, examples, cfg, train):
+        if self.params.how == "raise":
+            raise ValueError("this method has a bug")
+        return super().fit(student, examples, cfg, train)
+
+    def loss(self, step):
+        loss, logs = super().loss(step)
+        if self.params.how == "nograd":
+            return loss.detach(), logs
+        if self.params.how == "constant":
+            return torch.tensor(1.0), logs
+        if self.params.how == "vector":
+            return (step.r_a - step.r_b) ** 2, logs
+        return loss, logs
+'''
+
+
+@pytest.fixture(scope="module")
+def broken_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("broken") / "broken.py"
+    path.write_text(BROKEN)
+    return path
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+def run_broken(how: str, jobs: int, broken_file, registered_small, out: Path, cache: Path, capsys) -> tuple[int, str]:
+    from bench.cli import main
+
+    protocol, models = registered_small
+    code = main(["run", "--method-file", str(broken_file), "--param", f"how={how}", "--protocol", protocol.name,
+                 "--models", models.name, "--out", str(out), "--cache-dir", str(cache), "--jobs", str(jobs)])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how, message", [
+    ("raise", "ValueError: this method has a bug (raised at {file}:"),
+    ("nograd", "student mini/recipes s0: method 'broken''s loss(step) has no gradient, so training would change "
+               "nothing"),
+    ("constant", "student mini/recipes s0: method 'broken''s loss(step) has no gradient"),
+    ("vector", "student mini/recipes s0: method 'broken''s loss(step) returned a tensor of shape (16,), not one "
+               "number: reduce it over the batch"),
+])
+def test_a_failing_cell_fails_alone_with_jobs_1(how, message, broken_file, registered_small, shared_cache, tmp_path,
+                                                capsys):
+    """With --jobs 1 a method that raises in fit, or whose loss has no gradient or is a vector, ended the run
+    with a raw traceback and the next cell never ran; now each cell fails alone, as in worker processes."""
+    code, err = run_broken(how, 1, broken_file, registered_small, tmp_path, shared_cache, capsys)
+    assert code == 1, err
+    assert "bench: 2 of 2 cells failed and wrote no result" in err and "Traceback" not in err
+    assert f"  mini/recipes seed 0, broken (how={how}): " in err and f"  mini/travel seed 0, broken (how={how}): " in err
+    assert message.format(file=broken_file) in err
+
+
+def test_jobs_1_and_worker_processes_list_the_same_failures(broken_file, registered_small, shared_cache, tmp_path,
+                                                            capsys):
+    lists = []
+    for jobs in (1, 2):
+        code, err = run_broken("vector", jobs, broken_file, registered_small, tmp_path / str(jobs), shared_cache, capsys)
+        assert code == 1 and "Traceback" not in err, err
+        lists.append(sorted(line for line in err.splitlines() if line.startswith("  mini/")))
+    assert lists[0] == lists[1] and len(lists[0]) == 2
