@@ -306,3 +306,135 @@ def test_jobs_1_and_worker_processes_list_the_same_failures(broken_file, registe
         assert code == 1 and "Traceback" not in err, err
         lists.append(sorted(line for line in err.splitlines() if line.startswith("  mini/")))
     assert lists[0] == lists[1] and len(lists[0]) == 2
+
+
+# --- 6. replacing a folder: a kill at any point loses nothing, and what killed runs left is swept -------------
+KILLED_SWAP = '''
+import os, signal, sys
+from pathlib import Path
+from bench.io import staged_folder
+
+dest, when = Path(sys.argv[1]), sys.argv[2]
+rename = Path.rename
+
+
+def killing_rename(self, target):
+    if when == "swap" and Path(target) == dest:   # the new folder about to take the destination's place
+        os.kill(os.getpid(), signal.SIGKILL)
+    return rename(self, target)
+
+
+Path.rename = killing_rename
+with staged_folder(dest) as staging:
+    (staging / "new.txt").write_text("new")
+    if when == "block":
+        os.kill(os.getpid(), signal.SIGKILL)
+'''
+
+
+def killed_replacing(dest: Path, when: str) -> None:
+    """A process that replaces ``dest`` through bench.io.staged_folder (as bench submit, export and labels
+    do with --force), SIGKILLed in the swap (``swap``) or while filling the new folder (``block``)."""
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.run([sys.executable, "-c", KILLED_SWAP, str(dest), when], capture_output=True, text=True,
+                           timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+
+
+def hidden(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_a_kill_while_replacing_a_folder_loses_neither(tmp_path):
+    """The old code deleted the old folder before renaming the new one in: a kill in between left
+    neither. Now the old one is moved aside first, and the next replacement (or sweep) puts it back."""
+    from bench.io import staged_folder, sweep_staging
+
+    dest = tmp_path / "naive"
+    dest.mkdir()
+    (dest / "old.txt").write_text("old")
+    killed_replacing(dest, "swap")
+    assert not dest.exists()   # killed between the two renames ...
+    [aside] = [p for p in tmp_path.iterdir() if p.name.startswith(".naive.old.")]
+    assert (aside / "old.txt").read_text() == "old"   # ... the old folder is whole, beside it
+    sweep_staging(dest)
+    assert (dest / "old.txt").read_text() == "old" and hidden(tmp_path) == []   # put back, the new one's staging gone
+    with staged_folder(dest) as staging:   # and replacing it now works as before
+        (staging / "new.txt").write_text("new")
+    assert [p.name for p in dest.iterdir()] == ["new.txt"] and hidden(tmp_path) == []
+
+
+def test_what_killed_runs_staged_is_swept_by_the_next_submit(runs, tmp_path):
+    """12 of 30 random kills of bench submit --force left a hidden .naive.* staging folder that nothing
+    removed; the next bench submit (or export, or labels) of that folder removes them."""
+    from bench.submissions import submit
+
+    out = runs.copy_submissions(tmp_path / "subs")
+    dest = out / "mini-test" / "tiny-test" / "naive"
+    killed_replacing(dest, "block")
+    killed_replacing(dest, "block")
+    assert len(hidden(dest.parent)) == 1   # the second run swept what the first left; its own is left
+    submit([runs.results / "mini-test" / "tiny-test" / "naive"], out, "me", force=True, protocols=runs.protocols,
+           model_pairs=runs.model_pairs)
+    assert hidden(dest.parent) == [] and check(runs, dest).ok
+
+
+def test_a_live_runs_staging_is_not_swept(tmp_path):
+    from bench.io import staged_folder, sweep_staging
+
+    dest = tmp_path / "naive"
+    with staged_folder(dest) as staging:
+        (staging / "new.txt").write_text("new")
+        assert sweep_staging(dest) == [] and staging.is_dir()   # this process is alive: its staging is its work
+    assert (dest / "new.txt").read_text() == "new"
+
+
+# --- 9. read-only destinations of bench submit and bench export --------------------------------------------
+def test_read_only_destinations_of_submit_and_export_are_clear_errors():
+    """bench submit and bench export into a folder that cannot be written raised a raw PermissionError
+    (or OSError: read-only file system); now exit 2 naming the folder. Root ignores permissions, so the
+    commands run in a child process that drops to user 65534 (nobody), as test_reliability.py's check."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    source = REPOSITORY / "submissions" / "mini" / "tiny" / "naive"
+    if not source.is_dir():
+        pytest.skip("no reference submissions")
+    work = Path(tempfile.mkdtemp(prefix="shiftbench-read-only-"))   # outside pytest's 0700 tmp, so nobody reaches it
+    try:
+        shutil.copytree(source, work / "naive")
+        locked = work / "locked"
+        locked.mkdir()
+        for path in [work, *work.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        locked.chmod(0o555)
+        drop = "os.setgid(65534); os.setuid(65534)" if os.geteuid() == 0 else "pass"
+        # what the commands import, imported before dropping (nobody may not read every installed file)
+        code = (f"import os, sys, pandas, bench.export, bench.submissions, bench.protocols\nfrom bench.cli import main\n"
+                f"{drop}\nsys.exit(main(sys.argv[1:]))")
+        env = {**os.environ, "HOME": str(work), "HF_HUB_OFFLINE": "1"}
+        outcomes = {}
+        for argv in (["submit", str(work / "naive" / "cells"), "--out", str(locked / "subs"), "--submitter", "me"],
+                     ["export", str(work / "naive"), str(locked / "export")]):
+            child = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=600,
+                                   env=env)
+            if "PermissionError: [Errno 1] Operation not permitted" in child.stderr:
+                pytest.skip("running as root without the right to switch user: root writes into any folder")
+            outcomes[argv[0]] = child.returncode, child.stderr
+        assert outcomes["submit"][0] == 2 and (
+            f"bench: error: submissions folder (--out) {locked / 'subs' / 'mini' / 'tiny'} cannot be written (Permission "
+            "denied); pass a folder you can write to") in outcomes["submit"][1], outcomes["submit"]
+        assert outcomes["export"][0] == 2 and (
+            f"bench: error: export folder (DEST) {locked} cannot be written (Permission denied); pass a folder you can "
+            "write to") in outcomes["export"][1], outcomes["export"]
+        assert list(locked.iterdir()) == []
+    finally:
+        for path in [work, *work.rglob("*")]:
+            if path.is_dir():
+                path.chmod(0o755)
+        shutil.rmtree(work)

@@ -167,7 +167,7 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
         raise BenchError("nothing submitted:\n  " + "\n  ".join(problems))
     written = []
     for chosen, protocol, destination in plans:
-        with staged_folder(destination) as staging:
+        with staged_folder(destination, "submissions folder (--out)") as staging:
             _write(chosen, protocol, staging, submitter, command)
             check = validate_submission(staging, protocols, model_pairs)
             if not check.ok:
