@@ -399,8 +399,8 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
     from bench.cache import LOCKS, Cache
     from bench.labels import label_digest, labels_record, read_rows
     from bench.locks import file_lock, lock_path
-    from bench.pipeline import TEACHER_STAGES, RunContext, cell_data, cell_result, check_cells, student_misfit
-    from bench.preflight import check_folders, preflight
+    from bench.pipeline import TEACHER_STAGES, RunContext, cell_data, cell_files, cell_result, check_cells, student_misfit
+    from bench.preflight import check_files, check_folders, preflight
     from bench.results import EXTERNAL_NOTE, ExternalStudent, cell_dir, load_cell, params_slug, write_cell
     from bench.scorers import check_finite, score_eval_sets, score_with_model
     from bench.train import TrainExample
@@ -451,6 +451,7 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
     if todo:
         preflight({"results folder (--out)": settings.out, "teacher cache (--cache-dir)": ctx.cache.root})
         check_folders({f"the cell folder of {source} seed {seed}": folders[seed, source] for seed, source in todo})
+        check_files(cell_files(folders, todo))
         check_cells(ctx, todo)
     results = []
     for seed, source in cells:

@@ -33,8 +33,8 @@ from bench.metrics import accuracy, cell_metrics
 from bench.models import formatter_for, load_reward_model, load_tokenizer, max_positions, model_provenance, weights_revision
 from bench.protocols import DATASETS, protocol_hash
 from bench.report import params_text
-from bench.results import (SCHEMA_VERSION, CellResult, ExternalStudent, LabelsRecord, cell_dir, load_cell, params_slug,
-                           replicate_slug, write_cell)
+from bench.results import (RESULT_FILE, SCHEMA_VERSION, SCORES_FILE, CellResult, ExternalStudent, LabelsRecord, cell_dir,
+                           load_cell, params_slug, replicate_slug, write_cell)
 from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
 from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_plain
@@ -378,15 +378,22 @@ def cell_folders(settings: RunSettings, method: Method) -> dict[tuple[int, str],
 
 def check_before_work(ctx: RunContext, folders: dict[tuple[int, str], Path], todo: list[tuple[int, str]]) -> None:
     """What would fail the ``todo`` cells after hours of work, checked now: a read-only or full folder,
-    a file where a folder belongs, a pool too small (check_cells)."""
-    from bench.preflight import check_folders, preflight
+    a file where a folder belongs or a folder where a cell's file belongs, a pool too small (check_cells)."""
+    from bench.preflight import check_files, check_folders, preflight
 
     preflight({"results folder (--out)": ctx.settings.out, "teacher cache (--cache-dir)": ctx.cache.root})
     kinds = ("teacher", "anchor-reference", LOCKS) + (("labels", "pair-features") if has_label_stage(ctx.method) else ())
     check_folders({**{f"the cache's {kind} folder": ctx.cache.root / kind for kind in kinds},
                    "the results folder's locks": ctx.settings.out / LOCKS,
                    **{f"the cell folder of {source} seed {seed}": folders[seed, source] for seed, source in todo}})
+    check_files(cell_files(folders, todo))
     check_cells(ctx, todo)
+
+
+def cell_files(folders: dict[tuple[int, str], Path], cells: list[tuple[int, str]]) -> dict[str, Path]:
+    """The files a cell writes (what each is -> path), for bench.preflight.check_files."""
+    return {f"the {name} of {source} seed {seed}": folders[seed, source] / name
+            for seed, source in cells for name in (SCORES_FILE, RESULT_FILE)}
 
 
 def run(settings: RunSettings) -> list[CellResult]:

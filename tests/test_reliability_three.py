@@ -438,3 +438,19 @@ def test_read_only_destinations_of_submit_and_export_are_clear_errors():
             if path.is_dir():
                 path.chmod(0o755)
         shutil.rmtree(work)
+
+
+# --- 10. a folder where a cell's result.json belongs -------------------------------------------------------
+def test_a_folder_where_result_json_belongs_fails_before_any_work(registered_small, tmp_path, monkeypatch, capsys):
+    """It was found only when the trained cell was written, and every rerun trained it again."""
+    from bench import pipeline
+    from bench.cli import main
+
+    protocol, models = registered_small
+    monkeypatch.setattr(pipeline, "run_cell", lambda *a, **k: pytest.fail("a cell started before the check"))
+    blocker = tmp_path / "out" / protocol.name / models.name / "naive" / "seed0" / "mini__travel" / "result.json"
+    blocker.mkdir(parents=True)
+    assert main(["run", "--method", "naive", "--protocol", protocol.name, "--models", models.name, "--jobs", "1",
+                 "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]) == 2
+    assert (f"bench: error: the result.json of mini/travel seed 0 {blocker} cannot be written: it is a folder where a "
+            f"file belongs. Move or delete {blocker} and rerun") in capsys.readouterr().err
