@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -50,6 +51,25 @@ def apply_umask(path: str | os.PathLike) -> None:
     os.chmod(path, mode)
 
 
+# How an OS error reads inside another library's error type: Rust's io::Error ("... (os error 28)", as
+# safetensors raises it), or Python's ("[Errno 28] ...") when a library wraps one in its own exception.
+_OS_ERROR_TEXT = re.compile(r"\(os error (\d+)\)|\[Errno (\d+)\]")
+
+
+def as_os_error(error: BaseException, path: str | os.PathLike) -> OSError | None:
+    """The OSError that ``error``, a library's own exception type, wraps, with ``path`` as its file name
+    (safetensors raises SafetensorError("Error while serializing: I/O error: No space left on device (os
+    error 28)") where Python code would raise OSError(ENOSPC)): so that a full or read-only disk is told
+    apart whichever library wrote. None for an OSError itself, or an error that names no OS error."""
+    if isinstance(error, OSError):
+        return None
+    found = _OS_ERROR_TEXT.search(str(error))
+    if found is None:
+        return None
+    code = int(found.group(1) or found.group(2))
+    return OSError(code, os.strerror(code), str(path))
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over ``path``; the file gets
     the mode the umask gives a new file (mkstemp's own is 0600)."""
@@ -83,7 +103,7 @@ def staged_folder(dest: str | os.PathLike, what: str = "the folder") -> Iterator
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         sweep_staging(dest)
-        staging = Path(tempfile.mkdtemp(prefix=_staging_prefix(dest, "new"), dir=dest.parent))
+        staging = Path(tempfile.mkdtemp(prefix=staging_prefix(dest, "new"), dir=dest.parent))
         apply_umask(staging)   # mkdtemp's folder is 0700
     except OSError as error:
         raise BenchError(f"{what} {dest.parent} cannot be written ({error.strerror or error}); pass a folder you "
@@ -92,7 +112,7 @@ def staged_folder(dest: str | os.PathLike, what: str = "the folder") -> Iterator
         yield staging
         old = None
         if dest.exists() or dest.is_symlink():
-            old = dest.parent / f"{_staging_prefix(dest, 'old')}{os.urandom(4).hex()}"
+            old = dest.parent / f"{staging_prefix(dest, 'old')}{os.urandom(4).hex()}"
             dest.rename(old)
         try:
             staging.rename(dest)
@@ -117,9 +137,10 @@ def staged_folder(dest: str | os.PathLike, what: str = "the folder") -> Iterator
 STAGING_KINDS = ("new", "old")   # a folder being filled, and the folder it replaces moved aside
 
 
-def _staging_prefix(dest: Path, kind: str) -> str:
+def staging_prefix(dest: Path, kind: str) -> str:
     """``.<name>.<kind>.<pid>@<host>.``: a hidden folder beside ``dest`` that names the process that made
-    it, so that what a killed process left can be told from what a running one is writing."""
+    it, so that what a killed process left can be told from what a running one is writing
+    (``sweep_staging``; staged_folder's, and the cache's staged entries)."""
     return f".{dest.name}.{kind}.{os.getpid()}@{socket.gethostname()}."
 
 

@@ -454,3 +454,70 @@ def test_a_folder_where_result_json_belongs_fails_before_any_work(registered_sma
                  "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]) == 2
     assert (f"bench: error: the result.json of mini/travel seed 0 {blocker} cannot be written: it is a folder where a "
             f"file belongs. Move or delete {blocker} and rerun") in capsys.readouterr().err
+
+
+# --- 8. a disk that fills while the teacher's cache entry is written -------------------------------------------
+FULL_DISK_RUN = '''
+import dataclasses, sys
+import bench.preflight
+from bench.protocols import MODEL_PAIRS, PROTOCOLS
+
+# The cache's disk has room at the start (the floor check passes) and fills while the teacher is written.
+bench.preflight.check_free_space = lambda folder, what, minimum=0: None
+tiny = MODEL_PAIRS.get("tiny")
+PROTOCOLS.register("mini-full", dataclasses.replace(
+    PROTOCOLS.get("mini"), name="mini-full", categories=(("helpful", ("mini/recipes", "mini/travel")),),
+    train_pool_size=48, test_size=24, seeds=(0,)))
+MODEL_PAIRS.register("tiny-full", dataclasses.replace(
+    tiny, name="tiny-full", strong=dataclasses.replace(tiny.strong, num_layers=2),
+    teacher_train=dataclasses.replace(tiny.teacher_train, epochs=1),
+    student_train=dataclasses.replace(tiny.student_train, epochs=1)))
+from bench.cli import main
+sys.exit(main(["run", "--method", "naive", "--protocol", "mini-full", "--models", "tiny-full", "--source", "recipes",
+               "--jobs", "1", "--out", sys.argv[1], "--cache-dir", sys.argv[2]]))
+'''
+
+
+def test_a_disk_that_fills_during_the_teacher_cache_write_stops_the_run_clearly(tmp_path):
+    """The cache on a real 16 MB tmpfs, mounted in a private mount namespace (``unshare``): the teacher's
+    53 MB entry does not fit, and safetensors raises its own error type (SafetensorError: "I/O error: No
+    space left on device (os error 28)"), which ended the run with a raw traceback and exit 1."""
+    import subprocess
+    import sys
+
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    cache.mkdir()
+    script = tmp_path / "full_disk_run.py"
+    script.write_text(FULL_DISK_RUN)
+    shell = f'mount -t tmpfs -o size=16m tmpfs "{cache}" && exec "{sys.executable}" "{script}" "{out}" "{cache}"'
+    child = None
+    for prefix in (["unshare", "-m"], ["unshare", "-rm"]):   # as root; else in a user namespace of one's own
+        try:
+            child = subprocess.run([*prefix, "sh", "-c", shell], capture_output=True, text=True, timeout=600)
+        except FileNotFoundError:   # no unshare command
+            break
+        if not child.stderr.startswith(("unshare:", "mount:")):
+            break
+    if child is None or child.stderr.startswith(("unshare:", "mount:")):
+        pytest.skip(f"cannot mount a small tmpfs here: {child.stderr[:200] if child else 'no unshare command'}")
+    assert child.returncode == 2, child.stderr[-3000:]
+    assert "Traceback" not in child.stderr
+    assert (f"bench: error: mini/recipes seed 0 stopped: No space left on device ({cache}/teacher/") in child.stderr
+    assert (f"while writing the results folder {out} or the teacher cache {cache}. Free space there (or make it "
+            "writable) and rerun: finished cells are kept") in child.stderr
+
+
+def test_a_cache_entry_a_killed_run_was_staging_is_swept_when_it_is_stored(tmp_path):
+    """docs/reliability.md's "not covered": a SIGKILL inside a cache write left CACHE/teacher/.KEY.* for good."""
+    import socket
+    import subprocess
+    import sys
+
+    from bench.cache import Cache
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    cache, key = Cache(tmp_path), "k" * 24
+    left = tmp_path / "teacher" / f".{key}.new.{int(gone.stdout)}@{socket.gethostname()}.abcd1234"
+    (left / "model").mkdir(parents=True)
+    cache.store("teacher", key, {}, lambda folder: (folder / "info.json").write_text("{}"), required=("info.json",))
+    assert sorted(p.name for p in (tmp_path / "teacher").iterdir()) == [key]
