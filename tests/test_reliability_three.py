@@ -521,3 +521,25 @@ def test_a_cache_entry_a_killed_run_was_staging_is_swept_when_it_is_stored(tmp_p
     (left / "model").mkdir(parents=True)
     cache.store("teacher", key, {}, lambda folder: (folder / "info.json").write_text("{}"), required=("info.json",))
     assert sorted(p.name for p in (tmp_path / "teacher").iterdir()) == [key]
+
+
+# --- 5. a 50 MB row in --data-dir -----------------------------------------------------------------------------
+def test_a_row_over_the_size_limit_is_dropped_and_counted_before_it_is_tokenized(tmp_path):
+    """A 50 MB row made a run take minutes and gigabytes: the tokenizer reads the whole text before the
+    sequence is cut to the protocol's length. A row over MAX_ROW_CHARS is now dropped as it is read,
+    counted in the split's provenance; the other rows keep their ids."""
+    from bench.data import load_pairs
+    from bench.datasets import loading
+    from bench.protocols import DATASETS
+
+    def row(question: str, answer: str) -> str:
+        prompt = f"\n\nHuman: {question}\n\nAssistant:"
+        return json.dumps({"chosen": f"{prompt} {answer}", "rejected": f"{prompt} No."}) + "\n"
+
+    (tmp_path / "hh-helpful").mkdir()
+    huge = "word " * (loading.MAX_ROW_CHARS // 5 + 1)
+    (tmp_path / "hh-helpful" / "test.jsonl").write_text(row("Hi?", "Hello.") + row("Big?", huge) + row("Bye?", "Bye."))
+    loaded = load_pairs(DATASETS.get("w2s/hh-helpful"), "test", None, tmp_path)
+    assert [p.id for p in loaded.pairs] == ["w2s/hh-helpful/test/0", "w2s/hh-helpful/test/2"]
+    assert loaded.provenance["dropped"] == {"too long: more than 200,000 characters of text": 1}
+    assert loaded.provenance["rows_read"] == 3 and loaded.provenance["kept"] == 2
