@@ -543,3 +543,30 @@ def test_a_row_over_the_size_limit_is_dropped_and_counted_before_it_is_tokenized
     assert [p.id for p in loaded.pairs] == ["w2s/hh-helpful/test/0", "w2s/hh-helpful/test/2"]
     assert loaded.provenance["dropped"] == {"too long: more than 200,000 characters of text": 1}
     assert loaded.provenance["rows_read"] == 3 and loaded.provenance["kept"] == 2
+
+
+# --- 7. the offline data dir's train/test split of the real hh-rlhf rows -------------------------------------
+REALDATA = REPOSITORY.parent / "shared" / "realdata"
+
+
+@pytest.mark.skipif(not REALDATA.is_dir(), reason=f"realdata samples not found at {REALDATA}")
+def test_no_test_prompt_of_the_real_rows_opens_a_train_conversation(tmp_path):
+    """Split by a hash of each line, 40 harmless and 33 helpful test rows shared their opening turns with a
+    train conversation (w2s/hh-harmless/test/516, "call me a bad name"); split by the opening user turn,
+    none does, and every real row is still on one side."""
+    from bench.data import load_pairs
+    from bench.datasets.offline_dir import build
+    from bench.protocols import DATASETS
+
+    build(tmp_path, REALDATA, rows=8)
+    for name in ("hh-helpful", "hh-harmless"):
+        spec = DATASETS.get(f"w2s/{name}")
+        train, test = (load_pairs(spec, split, None, tmp_path) for split in ("train", "test"))
+        def opening(pair):
+            return " ".join(pair.prompt[0][1].casefold().split())
+        shared = {opening(p) for p in test.pairs} & {opening(p) for p in train.pairs}
+        assert not shared, (name, sorted(shared)[:5])
+        assert not {p.prompt_key for p in test.pairs} & {p.prompt_key for p in train.pairs}
+        assert 0.5 < len(train.pairs) / (len(train.pairs) + len(test.pairs)) < 0.7   # still about 60 / 40
+    helpful = [load_pairs(DATASETS.get("w2s/hh-helpful"), s, None, tmp_path).provenance for s in ("train", "test")]
+    assert sum(p["rows_read"] for p in helpful) == 2354   # every real row, on one side
