@@ -33,7 +33,7 @@ from bench.metrics import accuracy, cell_metrics
 from bench.models import formatter_for, load_reward_model, load_tokenizer, max_positions, model_provenance, weights_revision
 from bench.protocols import DATASETS, protocol_hash
 from bench.report import params_text
-from bench.results import (RESULT_FILE, SCHEMA_VERSION, SCORES_FILE, CellResult, ExternalStudent, LabelsRecord, cell_dir,
+from bench.results import (METHOD_SOURCE_FILE, RESULT_FILE, SCHEMA_VERSION, SCORES_FILE, CellResult, ExternalStudent, LabelsRecord, cell_dir,
                            load_cell, params_slug, replicate_slug, write_cell)
 from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
@@ -41,7 +41,7 @@ from bench.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash, to_
 from bench.teacher import Teacher, teacher_stage
 from bench.train import TrainExample, preference_probability, train_student
 from bench.versions import CELL_CODE, code_version, platform_version
-from methods import make_method, method_code, method_origin
+from methods import make_method, method_code, method_origin, method_source
 from methods.base import Method
 
 MIN_HALF_PAIRS = 2   # pairs each half of a cell's train pool needs: see check_cells
@@ -267,13 +267,14 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     t = time.perf_counter()
     examples: list[TrainExample] = []
     student_log: dict = {"trained": False}
+    trained_on: dict = {}   # what the training loop checked the method trained on (bench.train.train_student)
     if ctx.method.trains:
         seeds = {name: stage_seed(ctx.protocol, seed, source, name, ctx.settings.replicate) for name in STUDENT_STAGES}
         student = load_reward_model(ctx.models.strong, seed=seeds["student-init"])
         examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q, tuple(row))
                     for o, q, row in zip(ordered, targets, per_teacher)]
         student_log = train_student(student, examples, ctx.models.student_train, ctx.method, shared=shared,
-                                    seed=seeds["student-order"], desc=f"student {source} s{seed}")
+                                    seed=seeds["student-order"], desc=f"student {source} s{seed}", trained_on=trained_on)
     timings["student_train"] = time.perf_counter() - t
 
     # 6. score: the student on every eval set
@@ -297,7 +298,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
         ctx, source, seed, data, cell_key=ctx.cell_key(source, seed),
         method={"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels,
                 "trains": ctx.method.trains, "paper": ctx.method.paper, "origin": method_origin(type(ctx.method))},
-        student_scores=student_scores, student={"train": student_log, "scorer": ctx.settings.scorer}, misfit=misfit,
+        student_scores=student_scores, misfit=misfit,
+        student={"train": student_log, "scorer": ctx.settings.scorer, **({"trained_on": trained_on} if trained_on else {})},
         labels=labels_record(ctx.method.labels, ordered, targets, stage.key if stage else None)
         if ctx.method.trains else None,
         truncated=sum(e.a.truncated + e.b.truncated for e in examples),
@@ -305,7 +307,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
         label_stage=stage.record(len(teacher.ordered)) if stage else None)
     folder = cell_dir(ctx.settings.out, ctx.protocol.name, ctx.models.name, run_slug(ctx.settings, ctx.method), seed,
                       source)
-    written = on_main_process(lambda: write_cell(folder, result, rows))  # launched on several processes: one writes
+    source = method_source(type(ctx.method))   # a method that is not built in: its source, for a reviewer
+    written = on_main_process(lambda: write_cell(folder, result, rows, source))  # launched on several processes: one writes
     return written or result
 
 
@@ -393,7 +396,7 @@ def check_before_work(ctx: RunContext, folders: dict[tuple[int, str], Path], tod
 def cell_files(folders: dict[tuple[int, str], Path], cells: list[tuple[int, str]]) -> dict[str, Path]:
     """The files a cell writes (what each is -> path), for bench.preflight.check_files."""
     return {f"the {name} of {source} seed {seed}": folders[seed, source] / name
-            for seed, source in cells for name in (SCORES_FILE, RESULT_FILE)}
+            for seed, source in cells for name in (METHOD_SOURCE_FILE, SCORES_FILE, RESULT_FILE)}
 
 
 def run(settings: RunSettings) -> list[CellResult]:

@@ -12,8 +12,9 @@ is weighted by its share of the batch so that the average is the whole batch's m
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -108,30 +109,68 @@ def validation_metrics(r_a: list[float], r_b: list[float], targets: list[float])
     return {"loss": loss, "agreement": 100.0 * agree / len(targets)}
 
 
+def pair_key(example: TrainExample) -> bytes:
+    """What a training pair is, whatever its label: its two sequences' token ids, in either order (a
+    relabelled pair keeps them; s2s and the label stages change only the target)."""
+    a, b = (bytes(e.arrays()[0]) for e in (example.a, example.b))
+    first, second = sorted((a, b))
+    return hashlib.sha256(len(first).to_bytes(8, "little") + first + second).digest()
+
+
 @dataclass(frozen=True)
 class TrainingLoop:
     """What ``Method.fit`` gets as ``train``: ``train(model, examples, cfg)`` runs the loop below once
     with the method's loss; ``train.shared`` is the run's cache for tensors computed from the pretrained
-    student and the training sequences alone (a bench.cache.SharedWork; None outside a pipeline run)."""
+    student and the training sequences alone (a bench.cache.SharedWork; None outside a pipeline run).
+
+    With ``allowed`` (the pair keys of the examples ``fit`` was given: the student's half B), every run
+    checks that it trains on those pairs only, relabelled or a subset, never on another split's (a
+    MethodError otherwise), and ``trained_on`` counts what the runs trained on (bench.pipeline records it)."""
 
     method: Method
     seed: int
     desc: str
     shared: SharedWork | None = None
+    allowed: frozenset[bytes] | None = None
+    trained_on: dict = field(default_factory=lambda: {"loop_runs": 0, "pairs": set()})   # shared by replace()
 
     def __call__(self, model: nn.Module, examples: list[TrainExample], cfg: TrainConfig) -> dict:
+        if self.allowed is not None:
+            keys = [pair_key(e) for e in examples]
+            foreign = sum(key not in self.allowed for key in keys)
+            if foreign:
+                raise MethodError(
+                    f"{self.desc}: method {self.method.name!r} trains on {foreign} of {len(examples)} pairs that are "
+                    "not its half B, the pairs fit() was given: a student learns only from half B of the source's "
+                    "train pool (with the teacher's labels, or its own relabelling of them), never from a test split "
+                    "or gold labels. Pass train(...) the examples fit() was given, or a subset of them")
+            self.trained_on["loop_runs"] += 1
+            self.trained_on["pairs"].update(keys)
         return train_reward_model(model, examples, cfg, self.method, self.seed, self.desc)
 
 
+# What the harness checked of a student's training data, as a result records it (``student.trained_on``).
+TRAINED_ON_CHECK = ("every pair a run of the training loop trained on is one of the student's half-B pairs (by its "
+                    "token ids)")
+
+
 def train_student(student: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
-                  seed: int, desc: str, shared: SharedWork | None = None) -> dict:
+                  seed: int, desc: str, shared: SharedWork | None = None, trained_on: dict | None = None) -> dict:
     """The method's whole training of the student (``Method.fit``), on the shared loop below; ``shared``
-    goes to the method as ``train.shared``."""
+    goes to the method as ``train.shared``. Every run of the loop must train on ``examples`` (half B) only;
+    ``trained_on``, when given, receives what the runs trained on: how many runs, how many distinct pairs
+    of how many (no run: the method trained outside the loop, and nothing was checked)."""
     from bench.distributed import state
 
     apply_freezing(student, cfg)
     student.to(state().device)  # before fit: a method's setup (reference copies, cached states) runs there
-    return method.fit(student, examples, cfg, TrainingLoop(method, seed, desc, shared))
+    loop = TrainingLoop(method, seed, desc, shared, allowed=frozenset(map(pair_key, examples)))
+    log = method.fit(student, examples, cfg, loop)
+    if trained_on is not None:
+        runs = loop.trained_on["loop_runs"]
+        trained_on.update(check=TRAINED_ON_CHECK if runs else "none: the method never ran the training loop",
+                          loop_runs=runs, pairs=len(loop.trained_on["pairs"]), of=len(loop.allowed))
+    return log
 
 
 def epoch_batches(lengths: list[int], batch_size: int, generator: torch.Generator,

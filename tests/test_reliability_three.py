@@ -570,3 +570,122 @@ def test_no_test_prompt_of_the_real_rows_opens_a_train_conversation(tmp_path):
         assert 0.5 < len(train.pairs) / (len(train.pairs) + len(test.pairs)) < 0.7   # still about 60 / 40
     helpful = [load_pairs(DATASETS.get("w2s/hh-helpful"), s, None, tmp_path).provenance for s in ("train", "test")]
     assert sum(p["rows_read"] for p in helpful) == 2354   # every real row, on one side
+
+
+# --- 3. what a method trains on, its source, and no machine path -------------------------------------------
+CHEAT = '''
+from methods.naive import Naive
+
+
+class Cheat(Naive):
+    """
+    name: cheat
+    idea: naive, trained on the source's test split with its gold labels
+    paper: none
+    """
+
+    def fit(self, student, examples, cfg, train):
+        from bench.data import load_pairs
+        from bench.models import formatter_for, load_tokenizer
+        from bench.protocols import DATASETS, MODEL_PAIRS
+        from bench.train import TrainExample
+
+        spec, strong = DATASETS.get("mini/recipes"), MODEL_PAIRS.get("tiny").strong
+        encode = formatter_for(strong, load_tokenizer(strong), 512).encode
+        test = load_pairs(spec, spec.test_split, 24).pairs
+        gold = [TrainExample(encode(p.prompt, p.chosen), encode(p.prompt, p.rejected), 1.0) for p in test]
+        return train(student, examples + gold, cfg)
+'''
+
+HONEST = '''
+from methods.naive import Naive
+
+
+class Honest(Naive):
+    """
+    name: honest-file
+    idea: naive, from a method file
+    paper: none
+    """
+'''
+
+
+def test_a_method_that_trains_on_the_test_split_fails_its_cells(registered_small, shared_cache, tmp_path, capsys):
+    """It trained on the test split's gold labels and got NTS +33.3; the training loop now checks that every
+    pair a method trains on is one of its half B."""
+    from bench.cli import main
+
+    protocol, models = registered_small
+    (tmp_path / "cheat.py").write_text(CHEAT)
+    assert main(["run", "--method-file", str(tmp_path / "cheat.py"), "--protocol", protocol.name, "--models",
+                 models.name, "--out", str(tmp_path / "out"), "--cache-dir", str(shared_cache), "--jobs", "1"]) == 1
+    err = capsys.readouterr().err
+    assert ("  mini/recipes seed 0, cheat (no params): student mini/recipes s0: method 'cheat' trains on 24 of 47 pairs "
+            "that are not its half B, the pairs fit() was given") in err and "2 of 2 cells failed" in err
+    assert not list((tmp_path / "out").rglob("result.json"))
+
+
+@pytest.fixture(scope="module")
+def file_method(tmp_path_factory, small_protocol, small_models):
+    """A method from a method file, run on the small protocol and submitted."""
+    from bench import pipeline
+    from bench.settings import RunSettings
+    from bench.submissions import submit
+    from methods import load_method_file
+
+    work = tmp_path_factory.mktemp("file_method")
+    (work / "honest.py").write_text(HONEST)
+    load_method_file(work / "honest.py")
+    results = pipeline.run(RunSettings(small_protocol, small_models, "honest-file", {}, list(small_protocol.datasets),
+                                       [0], work / "results", work / "cache", method_file=work / "honest.py"))
+    [folder] = submit([work / "results"], work / "subs", "me", protocols={small_protocol.name: small_protocol},
+                      model_pairs={small_models.name: small_models})
+    return work, results, folder
+
+
+def strings_of(value):
+    if isinstance(value, str):
+        yield value
+    for item in value.values() if isinstance(value, dict) else value if isinstance(value, list) else ():
+        yield from strings_of(item)
+
+
+def test_a_method_file_s_source_goes_with_its_submission_and_no_path_does(runs, file_method):
+    from bench.submissions.limits import LOCAL_PATH_RE
+
+    work, results, folder = file_method
+    for result in results:
+        assert result.method.origin["file"] == "honest.py"   # was its absolute path
+        assert result.student["trained_on"] == {
+            "check": "every pair a run of the training loop trained on is one of the student's half-B pairs (by its "
+                     "token ids)", "loop_runs": 1, "pairs": result.sizes["half_b"], "of": result.sizes["half_b"]}
+        assert not [text for text in strings_of(result.to_json()) if LOCAL_PATH_RE.match(text)]
+    assert (folder / "method_source.py").read_text() == HONEST
+    v = check(runs, folder)
+    assert v.ok, errors(v)
+    for path in folder.rglob("*.json"):   # no string of the submission is a folder of this machine
+        assert str(work) not in path.read_text()
+
+
+def test_a_method_file_s_submission_without_its_source_or_with_another_is_refused(runs, file_method, tmp_path):
+    from leaderboard import core
+
+    _, _, folder = file_method
+    missing = Path(shutil.copytree(folder, tmp_path / "missing"))
+    (missing / "method_source.py").unlink()
+    assert ("method_source.py: is missing: the method is not built in (its origin: file), and a submission of such a "
+            "method carries its source for a reviewer to read") in errors(check(runs, missing))
+    other = Path(shutil.copytree(folder, tmp_path / "other"))
+    (other / "method_source.py").write_text(HONEST + "\n# and something else\n")
+    assert ("cells/seed0/mini__recipes/result.json: method.origin.sha256: is not the sha256 of the submission's "
+            "method_source.py: the cell ran other code than the source the submission carries") in errors(check(runs, other))
+    board = core.Board(folder.parent, [check(runs, folder)])
+    assert set(board.cells["status"]) == {"validated; method from a method file, not built in: its source is in the "
+                                          "submission (method_source.py)"}
+
+
+def test_a_machine_path_in_a_submission_is_refused(runs, naive):
+    edit_json(first_cell(naive) / "result.json", lambda r: r["method"]["origin"].update(file="/home/me/cheat.py"))
+    reseal(naive)
+    assert ("cells/seed0/mini__recipes/result.json: method.origin.file: holds the local path '/home/me/cheat.py': a "
+            "submission records no folder of the machine it was made on") in errors(check(runs, naive))

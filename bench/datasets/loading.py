@@ -91,7 +91,7 @@ def load(spec: DatasetSpec, split: str, limit: int | None, data_dir: Path | None
         where = f"{options['hub_id']} split {split!r} on the Hub"
     else:
         files = find_local_files(spec, split, Path(data_dir))
-        rows, columns, provenance = local_rows(files)
+        rows, columns, provenance = local_rows(files, Path(data_dir))
         where = ", ".join(str(f) for f in files)
     if columns is not None:
         check_columns(spec, rules, columns, where)
@@ -253,8 +253,10 @@ def find_local_files(spec: DatasetSpec, split: str, data_dir: Path) -> list[Path
     return found[0]
 
 
-def local_rows(files: list[Path]) -> tuple[Iterator[Any], list[str] | None, dict]:
-    """Rows of the files in order; the columns when the format declares them (parquet), else None."""
+def local_rows(files: list[Path], data_dir: Path) -> tuple[Iterator[Any], list[str] | None, dict]:
+    """Rows of the files in order; the columns when the format declares them (parquet), else None. The
+    provenance names each file by its path in the data dir and its sha256: a result records no folder of
+    the machine it ran on."""
     from bench.io import sha256_file
 
     columns = None
@@ -263,7 +265,7 @@ def local_rows(files: list[Path]) -> tuple[Iterator[Any], list[str] | None, dict
         columns = sorted(set.intersection(*column_sets))
     provenance = {"source": "local", "hub_id": None, "config": None, "data_dir": None, "revision": None,
                   "resolved_commit": None,
-                  "files": [{"path": str(f.resolve()), "sha256": sha256_file(f)} for f in files]}
+                  "files": [{"path": f.relative_to(data_dir).as_posix(), "sha256": sha256_file(f)} for f in files]}
     return _rows_of(files), columns, provenance
 
 

@@ -19,14 +19,15 @@ from pydantic import BaseModel, ValidationError
 from bench.data import STUDENT_STAGES, TEACHER_STAGES, stage_seed
 from bench.errors import UnknownNameError
 from bench.io import sha256_file
-from bench.results import (EXTERNAL_NOTE, RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE, CellResult,
-                           params_slug, recompute)
+from bench.results import (EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE,
+                           CellResult, params_slug, recompute)
 from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.stats import cell_from_scores
 from bench.submissions import limits
 from bench.submissions.commands import absolute_paths
-from bench.submissions.limits import (CELL_FILE_RE, NAME_RE, PARAM_KEY_RE, REFERENCES, REGENERATE, SCHEMA_VERSION,
-                                      SUBMISSION_FILE, UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder, unsafe_text)
+from bench.submissions.limits import (CELL_FILE_RE, LOCAL_PATH_RE, NAME_RE, PARAM_KEY_RE, REFERENCES, REGENERATE,
+                                      SCHEMA_VERSION, SUBMISSION_FILE, UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder,
+                                      unsafe_text)
 from bench.submissions.schema import SubmissionFile, code_version, submission_intervals, submission_summary
 from bench.submissions.scores import as_rows, read_scores
 
@@ -79,6 +80,10 @@ def _check_text(v: Validation, file: str, obj: Any) -> None:
                     f"remove it: names, commands and notes are {UNSAFE_TEXT_HELP}")
         elif len(text) > limit:
             v.error(file, _field(loc), f"text of {len(text)} characters (limit {limit})", "shorten it")
+        elif tokenizer_limit is None and not is_key and loc[-1:] != ("command",) and LOCAL_PATH_RE.match(text):
+            v.error(file, _field(loc), f"holds the local path {text[:100]!r}: a submission records no folder of the "
+                    "machine it was made on", "rerun with this version of shiftbench, whose results record file names "
+                    "and hub ids only, then " + REGENERATE)
 
 
 def _no_constants(name: str) -> float:
@@ -156,10 +161,10 @@ def _inventory(v: Validation) -> dict[str, int]:
                 raise _Stop
         dirs[:] = [d for d in dirs if not Path(root, d).is_symlink()]
     for rel in files:
-        if rel != SUBMISSION_FILE and not CELL_FILE_RE.fullmatch(rel):
+        if rel not in (SUBMISSION_FILE, METHOD_SOURCE_FILE) and not CELL_FILE_RE.fullmatch(rel):
             v.error(rel, "", "is not part of a submission (it is never read or run)",
-                    "remove it: a submission holds only submission.json and cells/seed<N>/<source>/"
-                    "{result.json,scores.csv.gz}")
+                    "remove it: a submission holds only submission.json, cells/seed<N>/<source>/"
+                    f"{{result.json,scores.csv.gz}} and, for a method that is not built in, {METHOD_SOURCE_FILE}")
     if SUBMISSION_FILE not in files:
         v.error(SUBMISSION_FILE, "", "is missing", REGENERATE)
         raise _Stop
@@ -361,6 +366,9 @@ def _check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -
                     REGENERATE)
         if labels.kind != result.method.labels:
             v.error(rel, "labels.kind", f"is {labels.kind!r}, but method.labels is {result.method.labels!r}", REGENERATE)
+    if result.external is None and result.method.trains and result.student.get("trained_on", {}).get("loop_runs") == 0:
+        v.warn(rel, "student.trained_on", "the method never ran the harness's training loop, so what its student "
+               "trained on (half B, by the loop's check) is not known", "train through train(...), as methods/base.py says")
     external, marked = result.external, meta.get("external")
     if (external is not None) != (marked is not None):
         v.error(rel, "external", "the cell's student was trained outside the harness but the submission is not marked "
@@ -385,6 +393,32 @@ def _check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -
         v.error(rel, "external.trained_on", f"the checkpoint was trained on labels with digest {external.trained_on[:16]}, "
                 f"but this cell's labels have digest {labels.digest[:16]}: it learned from another cell's data (or "
                 "another teacher's)", "train on this cell's bench labels output and evaluate that checkpoint")
+
+
+def _check_method_source(v: Validation, files: dict[str, int]) -> None:
+    """A submission of a method that is not built in (a method file, an installed package's) carries its
+    source (METHOD_SOURCE_FILE), the file every cell records the sha256 of, so that a reviewer can read what
+    trained its students (the harness cannot stop a method's code from reading a test split; the training
+    loop checks what it trains on: ``student.trained_on``). It is hashed, never imported or run."""
+    kinds = {cell.method.origin.get("kind") for cell in v.cells}
+    needed, carried = bool(kinds - {"built-in", "external"}), METHOD_SOURCE_FILE in files
+    if needed and not carried:
+        v.error(METHOD_SOURCE_FILE, "", f"is missing: the method is not built in (its origin: {', '.join(sorted(map(str, kinds)))}), "
+                "and a submission of such a method carries its source for a reviewer to read",
+                "rerun the cells with this version of shiftbench, which keeps the source beside the results, then "
+                + REGENERATE)
+    elif carried and not needed:
+        v.error(METHOD_SOURCE_FILE, "", "is not part of a submission of a built-in method", "remove it")
+    elif carried and files[METHOD_SOURCE_FILE] > limits.MAX_SOURCE_BYTES:
+        v.error(METHOD_SOURCE_FILE, "", f"{files[METHOD_SOURCE_FILE]} bytes, over the limit of {limits.MAX_SOURCE_BYTES}",
+                "a method is one short file: " + REGENERATE)
+    elif carried:
+        digest = sha256_file(v.folder / METHOD_SOURCE_FILE)
+        for cell in v.cells:
+            if cell.method.origin.get("sha256") != digest:
+                v.error(f"{cell_folder(cell.seed, cell.source)}/{RESULT_FILE}", "method.origin.sha256",
+                        f"is not the sha256 of the submission's {METHOD_SOURCE_FILE}: the cell ran other code than the "
+                        "source the submission carries", REGENERATE)
 
 
 def _in_time(v: Validation, started: float, budget: float | None, doing: str) -> None:
@@ -467,6 +501,7 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
         if result is not None:
             v.cells.append(result)
 
+    _check_method_source(v, files)
     if len(v.cells) == len(listed) and v.cells:
         summary = submission_summary(v.cells)
         if set(meta["summary"]) != set(summary):
