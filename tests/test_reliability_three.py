@@ -689,3 +689,75 @@ def test_a_machine_path_in_a_submission_is_refused(runs, naive):
     reseal(naive)
     assert ("cells/seed0/mini__recipes/result.json: method.origin.file: holds the local path '/home/me/cheat.py': a "
             "submission records no folder of the machine it was made on") in errors(check(runs, naive))
+
+
+# --- also: params a float cannot hold, seeds written other ways, bench evaluate's NaN message ----------------
+@pytest.mark.parametrize("method, param, message", [
+    ("anchor", "lam=1e-400", "lam: 1e-400 is too small for a float: it would be 0.0, which turns the method into "
+                             "another. Give 0, or a number of at least 5e-324"),
+    ("gce", "exponent=nan", "exponent: must be a finite number, got 'nan'"),
+    ("anchor", "lam=inf", "lam: must be a finite number, got 'inf'"),
+    ("anchor", "lam=1e400", "lam: 1e400 is too large for a float (it would be infinite); give a finite number"),
+])
+def test_a_float_param_that_a_float_cannot_hold_is_refused(method, param, message, capsys):
+    """lam=1e-400 silently underflowed to 0.0 (naive), and exponent=nan was refused as "should be <= 1"."""
+    from bench.cli import main
+
+    assert main(["run", "--method", method, "--param", param]) == 2
+    assert f"bench: error: bad params for method {method!r}: {message}. Valid params:" in capsys.readouterr().err
+
+
+def test_tiny_and_zero_floats_still_parse():
+    from methods import make_method
+
+    assert make_method("anchor", {"lam": "0"}).params.lam == 0.0
+    assert make_method("anchor", {"lam": "0.0e-7"}).params.lam == 0.0
+    assert make_method("anchor", {"lam": "1e-310"}).params.lam == 1e-310   # a subnormal float is still a float
+
+
+@pytest.mark.parametrize("seed, message", [
+    ("+1", "invalid int value: '+1' (--seeds takes whole numbers written with the digits 0-9, without a sign"),
+    ("1_0", "invalid int value: '1_0'"),
+    ("\u0663", "invalid int value: '\u0663'"),   # ARABIC-INDIC DIGIT THREE, which int() reads as 3
+    ("-0", "seed -0 is out of range: a seed is a whole number from 0 to 2147483647"),
+])
+def test_a_seed_is_plain_digits(seed, message, capsys):
+    from bench.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--method", "naive", "--seeds", seed])
+    assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_bench_evaluate_s_nan_message_is_about_the_checkpoint(registered_small, shared_cache, tmp_path):
+    """It talked about training and finish(), which do not apply to a checkpoint trained elsewhere."""
+    import dataclasses
+
+    import torch
+
+    from bench.errors import NonFiniteScoresError
+    from bench.evaluate import evaluate
+    from bench.labels import export_labels
+    from bench.models import load_reward_model, load_tokenizer
+    from bench.settings import RunSettings
+    from methods.base import head_parameter_names
+
+    protocol, models = registered_small
+    settings = RunSettings(protocol, models, "naive", sources=["mini/recipes"], seeds=[0], out=tmp_path / "labels",
+                           cache_dir=shared_cache)
+    export_labels(settings)
+    broken = load_reward_model(models.strong, seed=0)
+    with torch.no_grad():
+        for name, weight in broken.named_parameters():
+            if name in head_parameter_names(broken):
+                weight.fill_(float("nan"))
+    broken.save_pretrained(tmp_path / "nan")
+    load_tokenizer(models.strong).save_pretrained(tmp_path / "nan")
+    with pytest.raises(NonFiniteScoresError) as raised:
+        evaluate(dataclasses.replace(settings, method="byo", out=tmp_path / "results"), str(tmp_path / "nan"),
+                 labels=tmp_path / "labels")
+    assert (f"checkpoint {tmp_path / 'nan'} gave 48 non-finite scores (NaN or infinite) on eval set mini/recipes "
+            "(mini/recipes seed 0): the checkpoint's weights are broken (NaN or infinite somewhere). Check it where it "
+            "was trained (load it and score a pair), save or export it again, then rerun bench evaluate; nothing was "
+            "written for it") == str(raised.value)
+    assert "finish()" not in str(raised.value) and not list((tmp_path / "results").rglob("result.json"))
