@@ -253,7 +253,7 @@ class Board:
                     flipped = int((e.teacher != first.teacher).sum()) if e.pair_ids == first.pair_ids else 0
                     if flipped:
                         raise ValueError(f"{c.method!r} seed {c.seed} {c.source}: its teacher's verdicts on {e.name} "
-                                         f"differ from {r.method!r}'s on {flipped} of {len(e.teacher)} test pairs: "
+                                         f"differ from those of {r.method!r} on {flipped} of {len(e.teacher)} test pairs: "
                                          "methods are compared only on one teacher (the same weak model, teacher "
                                          "training, code, thread count and CPU kernels)")
         self.datasets = {d: len(ids) for (_, d), ids in sorted(splits.items())}

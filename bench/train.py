@@ -218,7 +218,7 @@ def check_loss(loss: object, method: Method, desc: str) -> None:
     """What the loop needs of a method's loss, so that a method that returns anything else fails its cell
     with what to return (MethodError), not with autograd's error: one number (a 0-d tensor), with a
     gradient through the student's weights (a constant, or a loss computed apart from the rewards, has none)."""
-    name = f"{desc}: method {method.name!r}'s loss(step)"
+    name = f"{desc}: the loss(step) of method {method.name!r}"
     if not isinstance(loss, torch.Tensor):
         raise MethodError(f"{name} returned a {type(loss).__name__}, not a tensor: return (loss, logs), loss a 0-d "
                           "torch tensor computed from step.r_a and step.r_b (as methods/naive.py does)")

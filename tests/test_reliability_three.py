@@ -139,7 +139,7 @@ def test_a_forged_teacher_is_refused_by_validate_compare_and_the_board_upload(tm
     from bench.cli import main
 
     assert main(["compare", "ceiling", "naive", "--out", str(tmp_path / "mini" / "tiny")]) == 2
-    assert "its teacher's verdicts on mini/recipes differ from 'ceiling''s on 10 of 400 test pairs" in \
+    assert "its teacher's verdicts on mini/recipes differ from those of 'ceiling' on 10 of 400 test pairs" in \
         capsys.readouterr().err
 
 
@@ -281,10 +281,10 @@ def run_broken(how: str, jobs: int, broken_file, registered_small, out: Path, ca
 
 @pytest.mark.parametrize("how, message", [
     ("raise", "ValueError: this method has a bug (raised at {file}:"),
-    ("nograd", "student mini/recipes s0: method 'broken''s loss(step) has no gradient, so training would change "
+    ("nograd", "student mini/recipes s0: the loss(step) of method 'broken' has no gradient, so training would change "
                "nothing"),
-    ("constant", "student mini/recipes s0: method 'broken''s loss(step) has no gradient"),
-    ("vector", "student mini/recipes s0: method 'broken''s loss(step) returned a tensor of shape (16,), not one "
+    ("constant", "student mini/recipes s0: the loss(step) of method 'broken' has no gradient"),
+    ("vector", "student mini/recipes s0: the loss(step) of method 'broken' returned a tensor of shape (16,), not one "
                "number: reduce it over the batch"),
 ])
 def test_a_failing_cell_fails_alone_with_jobs_1(how, message, broken_file, registered_small, shared_cache, tmp_path,
@@ -761,3 +761,14 @@ def test_bench_evaluate_s_nan_message_is_about_the_checkpoint(registered_small, 
             "was trained (load it and score a pair), save or export it again, then rerun bench evaluate; nothing was "
             "written for it") == str(raised.value)
     assert "finish()" not in str(raised.value) and not list((tmp_path / "results").rglob("result.json"))
+
+
+def test_the_round_three_table_names_tests_of_this_file():
+    """docs/reliability.md's round-three table points at the tests here: each it names exists."""
+    import re
+
+    doc = (REPOSITORY / "docs" / "reliability.md").read_text()
+    table = doc[doc.index("## Round three"):doc.index("## Determinism")]
+    named = set(re.findall(r"`::(test_\w+)`", table))
+    defined = set(re.findall(r"^def (test_\w+)", Path(__file__).read_text(), flags=re.M))
+    assert len(named) >= 20 and named <= defined, sorted(named - defined)
