@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable, Iterable
 
-from bench.io import apply_umask, atomic_write_json, sha256_file
+from bench.io import apply_umask, as_os_error, atomic_write_json, sha256_file, staging_prefix, sweep_staging
 from bench.locks import file_lock, lock_path
 from bench.specs import stable_hash, to_plain
 
@@ -78,7 +78,8 @@ class Cache:
         using it, and it holds the same numbers."""
         final = self.path(kind, key)
         final.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}."))
+        sweep_staging(final)   # what a killed run left staging this entry
+        staging = Path(tempfile.mkdtemp(dir=final.parent, prefix=staging_prefix(final, "new")))
         apply_umask(staging)   # mkdtemp makes it owner-only: a shared cache follows the user's umask
         try:
             write(staging)
@@ -95,8 +96,11 @@ class Cache:
                         return final
                     self._remove(kind, key, problem)
                 staging.rename(final)
-        except BaseException:
+        except BaseException as error:
             shutil.rmtree(staging, ignore_errors=True)
+            wrapped = as_os_error(error, staging)   # a full disk under safetensors' own error type
+            if wrapped is not None:
+                raise wrapped from error
             raise
         return final
 

@@ -18,17 +18,19 @@ SEED_LIMIT = 2**31
 
 
 def parse_seed(text: str) -> int:
-    """A cell's seed: a whole number 0 <= N < 2**31. Each stage's seed is derived from it in 31 bits
-    (bench.data.sub_seed), and 31 bits is what every RNG a run seeds takes as it is (Python's,
-    numpy's, torch's, CUDA's, vLLM's int32 seeds): a negative or larger seed would be wrapped or
-    refused by one of them, so two different seeds could run the same cell."""
-    try:
-        seed = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid int value: {text!r} (--seeds takes whole numbers, e.g. "
-                                         "--seeds 0 1 2)") from None
-    if not 0 <= seed < SEED_LIMIT:
-        raise argparse.ArgumentTypeError(f"seed {seed} is out of range: a seed is a whole number from 0 to "
+    """A cell's seed: a whole number 0 <= N < 2**31, written with the digits 0-9 alone. Each stage's seed
+    is derived from it in 31 bits (bench.data.sub_seed), and 31 bits is what every RNG a run seeds takes
+    as it is (Python's, numpy's, torch's, CUDA's, vLLM's int32 seeds): a negative or larger seed would be
+    wrapped or refused by one of them, so two different seeds could run the same cell. Python's int()
+    also reads "+1", "1_0", " 1" and other scripts' digits ("٣" is 3): refused, so that a seed is
+    written one way only, as its folder (seedN) and results name it."""
+    sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
+    if not (digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r} (--seeds takes whole numbers written with the "
+                                         "digits 0-9, without a sign, underscore or space, e.g. --seeds 0 1 2)")
+    seed = int(text)
+    if sign or not 0 <= seed < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"seed {text} is out of range: a seed is a whole number from 0 to "
                                          f"{SEED_LIMIT - 1} (2**31 - 1); the protocols' seeds are 0, 1, 2, ...")
     return seed
 

@@ -77,7 +77,10 @@ def sub_seed(seed: int, stage: str) -> int:
     return random.Random(f"{seed}/{stage}").getrandbits(31)
 
 
-# The stages that seed the student alone: a replicate (``stage_seed``) draws these anew and keeps the rest.
+# The stages of a cell with a seed of their own (CellResult.derived_seeds): the teacher's (its split of the
+# pool, half B's order, the teacher's init and batch order), and those that seed the student alone: a
+# replicate (``stage_seed``) draws these anew and keeps the rest.
+TEACHER_STAGES = ("split", "order", "teacher-init", "teacher-order")
 STUDENT_STAGES = ("student-init", "student-order")
 
 

@@ -1,5 +1,10 @@
 """User-facing errors: each names the problem and the fix. The CLI prints these without a
-traceback; anything else is a bug and keeps its traceback."""
+traceback; anything else is a bug and keeps its traceback, except in a run's failed cells, which
+name it with where it was raised (``described``) and let the other cells go on."""
+from __future__ import annotations
+
+import sys
+import traceback
 
 
 class BenchError(Exception):
@@ -26,9 +31,27 @@ class NonFiniteScoresError(TrainingDivergedError):
     (e.g. a method's ``finish()`` wrote NaN into them). The message names the model, eval set and fix."""
 
 
+class MethodError(BenchError):
+    """A method's code gave the training loop what it cannot train with (a loss that is not one number,
+    or one without a gradient); its cell fails, and the message says what the method must return."""
+
+
+def described(error: BaseException) -> str:
+    """An error as one line of a run's list of failed cells: a harness error's own message; any other (a
+    bug in a method's code or in the harness) its type, message and where it was raised: the innermost
+    frame outside the Python installation (a method file's line rather than torch's)."""
+    if isinstance(error, BenchError):
+        return str(error)
+    frames = traceback.extract_tb(error.__traceback__)
+    installed = (sys.prefix, sys.base_prefix, sys.exec_prefix)
+    own = [f for f in frames if not f.filename.startswith(installed)] or frames
+    where = f" (raised at {own[-1].filename}:{own[-1].lineno}, in {own[-1].name})" if own else ""
+    return f"{type(error).__name__}: {error}{where}"
+
+
 class CellsFailedError(BenchError):
-    """Some cells of a run failed on their own (their training diverged) while the others finished and
-    were written. ``failures``: one line per failed cell; ``finished``: the other cells' results."""
+    """Some cells of a run failed on their own (their training diverged, or their method's code raised)
+    while the others finished and were written. ``failures``: one line per failed cell; ``finished``: the other cells' results."""
 
     def __init__(self, failures: list[str], finished: list, out: object) -> None:
         self.failures, self.finished = failures, finished

@@ -401,10 +401,10 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
     from bench.labels import read_rows
     from bench.locks import file_lock, lock_path
     from bench.context import RunContext
-    from bench.pipeline import TEACHER_STAGES, cell_data, cell_result, check_cells, student_misfit
-    from bench.preflight import check_folders, preflight
+    from bench.pipeline import TEACHER_STAGES, cell_data, cell_files, cell_result, check_cells, student_misfit
+    from bench.preflight import check_files, check_folders, preflight
     from bench.results import EXTERNAL_NOTE, ExternalStudent, cell_dir, load_cell, params_slug, write_cell
-    from bench.scorers import check_finite, score_eval_sets, score_with_model
+    from bench.scorers import CHECKPOINT_FIX, check_finite, score_eval_sets, score_with_model
     from bench.train import TrainExample
 
     params = dict(params or {})
@@ -453,6 +453,7 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
     if todo:
         preflight({"results folder (--out)": settings.out, "teacher cache (--cache-dir)": ctx.cache.root})
         check_folders({f"the cell folder of {source} seed {seed}": folders[seed, source] for seed, source in todo})
+        check_files(cell_files(folders, todo))
         check_cells(ctx, todo)
     results = []
     for seed, source in cells:
@@ -482,7 +483,7 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
             misfit = student_misfit(model, examples, teacher.soft_labels, ctx.models.score_batch_size, scorer)
             timings["student_score"] = time.perf_counter() - t
             del model
-            check_finite(scores, checked.label, f"{source} seed {seed}")
+            check_finite(scores, checked.label, f"{source} seed {seed}", CHECKPOINT_FIX)
             external = ExternalStudent(note=EXTERNAL_NOTE,
                                        checkpoint=checked.checkpoint.record if checked.checkpoint else
                                        {"pair_strong_model": ctx.models.strong.name, **ctx.revisions["strong"]},

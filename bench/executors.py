@@ -5,7 +5,8 @@ its result or the exception it raised. Cells are independent and resumable (a fi
 skipped on a rerun), so a preempted or failed job costs at most its own cell. Write your own by
 implementing ``Executor`` (one method) and registering it in ``EXECUTORS``.
 
-- ``local``: one cell after another in this process (an error stops the sweep, as in ``bench run``).
+- ``local``: one cell after another in this process (a failed cell is listed and the others go on, as in
+  ``bench run``).
 - ``processes``: ``--jobs`` worker processes on this machine (concurrent.futures, spawned, so
   each worker starts clean); each gets cores/jobs torch threads unless OMP_NUM_THREADS is set.
 - ``slurm``: one Slurm array task per cell through submitit (``pip install -e '.[slurm]'``), at most
@@ -28,7 +29,7 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """In this process, in order; the first error propagates."""
+    """In this process, in order; an error a cell's run does not catch itself propagates."""
 
     def __init__(self, jobs: int | None = None, **_: Any):
         pass

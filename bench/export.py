@@ -203,7 +203,7 @@ def export_submission(folder: Path, dest: Path, force: bool = False, protocols: 
     protocol = protocol_named(v.submission["protocol"]["name"], protocols)
     scores, cells, summary = _tables(v)
     license = hub_license(DATASETS.get(name).license for name in protocol.datasets)
-    with staged_folder(dest) as staging:
+    with staged_folder(dest, "export folder (DEST)") as staging:
         (staging / "data").mkdir()
         for (name, path, _), rows in zip(CONFIGS, (scores, cells, [summary])):
             pd.DataFrame(rows).to_parquet(staging / path, index=False)

@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import glob
 import gzip
 import hashlib
 import io
 import json
 import os
+import re
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
@@ -48,6 +51,25 @@ def apply_umask(path: str | os.PathLike) -> None:
     os.chmod(path, mode)
 
 
+# How an OS error reads inside another library's error type: Rust's io::Error ("... (os error 28)", as
+# safetensors raises it), or Python's ("[Errno 28] ...") when a library wraps one in its own exception.
+_OS_ERROR_TEXT = re.compile(r"\(os error (\d+)\)|\[Errno (\d+)\]")
+
+
+def as_os_error(error: BaseException, path: str | os.PathLike) -> OSError | None:
+    """The OSError that ``error``, a library's own exception type, wraps, with ``path`` as its file name
+    (safetensors raises SafetensorError("Error while serializing: I/O error: No space left on device (os
+    error 28)") where Python code would raise OSError(ENOSPC)): so that a full or read-only disk is told
+    apart whichever library wrote. None for an OSError itself, or an error that names no OS error."""
+    if isinstance(error, OSError):
+        return None
+    found = _OS_ERROR_TEXT.search(str(error))
+    if found is None:
+        return None
+    code = int(found.group(1) or found.group(2))
+    return OSError(code, os.strerror(code), str(path))
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over ``path``; the file gets
     the mode the umask gives a new file (mkstemp's own is 0600)."""
@@ -67,22 +89,97 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 
 @contextlib.contextmanager
-def staged_folder(dest: str | os.PathLike) -> Iterator[Path]:
+def staged_folder(dest: str | os.PathLike, what: str = "the folder") -> Iterator[Path]:
     """A folder to fill, made beside ``dest`` (same file system) with the umask's mode; when the block
-    ends without an error it replaces ``dest`` by a rename, so a reader never sees half a folder; on
-    an error it is removed and ``dest`` is left as it was."""
+    ends without an error it replaces ``dest``: the old ``dest`` is moved aside, the new one renamed in,
+    then the old one deleted, so a reader never sees half a folder and a kill at any point loses neither
+    (``sweep_staging`` puts an old folder a killed swap left aside back, and removes what killed runs
+    staged). On an error the staging folder is removed and ``dest`` is left as it was. A destination
+    that cannot be written, or a disk that fills or turns read-only while writing, is a BenchError
+    naming ``what`` (e.g. "submissions folder (--out)") and ``dest``."""
+    from bench.errors import BenchError
+
     dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    apply_umask(staging)   # mkdtemp's folder is 0700
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        sweep_staging(dest)
+        staging = Path(tempfile.mkdtemp(prefix=staging_prefix(dest, "new"), dir=dest.parent))
+        apply_umask(staging)   # mkdtemp's folder is 0700
+    except OSError as error:
+        raise BenchError(f"{what} {dest.parent} cannot be written ({error.strerror or error}); pass a folder you "
+                         "can write to") from None
     try:
         yield staging
-        if dest.exists():
-            shutil.rmtree(dest)
-        staging.rename(dest)
+        old = None
+        if dest.exists() or dest.is_symlink():
+            old = dest.parent / f"{staging_prefix(dest, 'old')}{os.urandom(4).hex()}"
+            dest.rename(old)
+        try:
+            staging.rename(dest)
+        except OSError:
+            if old is not None:
+                old.rename(dest)
+            raise
+        if old is not None:
+            _remove(old)
+    except OSError as error:
+        here = os.path.abspath(dest.parent)
+        if error.filename is None or not os.path.abspath(error.filename).startswith(here):
+            raise   # not the destination's: reading what is being written, say
+        raise BenchError(f"{what} {dest} could not be written: {error.strerror or error} ({error.filename}). Nothing was "
+                         f"replaced: {dest} is as it was. Free space there, make it writable, or pass another "
+                         "folder") from None
     finally:
         if staging.exists():
             shutil.rmtree(staging)
+
+
+STAGING_KINDS = ("new", "old")   # a folder being filled, and the folder it replaces moved aside
+
+
+def staging_prefix(dest: Path, kind: str) -> str:
+    """``.<name>.<kind>.<pid>@<host>.``: a hidden folder beside ``dest`` that names the process that made
+    it, so that what a killed process left can be told from what a running one is writing
+    (``sweep_staging``; staged_folder's, and the cache's staged entries)."""
+    return f".{dest.name}.{kind}.{os.getpid()}@{socket.gethostname()}."
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process: alive
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+def sweep_staging(dest: str | os.PathLike) -> list[Path]:
+    """What ``staged_folder`` runs of ``dest`` that were killed left beside it: an old folder moved aside
+    before the new one was renamed in is put back when ``dest`` is missing (the kill came between the two
+    renames), and removed otherwise; a staging folder is removed. Only those of processes of this
+    machine that are gone: a running process's are its work, and another machine's cannot be told.
+    Returns what was removed or put back."""
+    dest, host, swept = Path(dest), socket.gethostname(), []
+    prefix = f".{dest.name}."
+    for path in sorted(dest.parent.glob(f"{glob.escape(prefix)}*")):
+        kind, _, rest = path.name[len(prefix):].partition(".")
+        pid, _, owner = rest.rpartition(".")[0].partition("@")
+        if kind not in STAGING_KINDS or not pid.isdigit() or owner != host or _alive(int(pid)):
+            continue
+        if kind == "old" and not dest.exists() and not dest.is_symlink():
+            path.rename(dest)
+        else:
+            _remove(path)
+        swept.append(path)
+    return swept
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -169,7 +169,7 @@ def _write(folder: Path, rows: list[dict], tokens: dict[str, list], provenance: 
     """The labels folder, written in a staging folder beside it and moved into place whole."""
     from datasets import Dataset, DatasetInfo
 
-    with staged_folder(folder) as staging:
+    with staged_folder(folder, "labels folder (--out)") as staging:
         columns = {name: [row[name] for row in rows] for name in TEXT_COLUMNS}
         info = DatasetInfo(
             description=(f"ShiftBench student training data (half B with the teacher's soft labels) of "

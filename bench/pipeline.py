@@ -22,21 +22,21 @@ from pathlib import Path
 
 from bench.cache import LOCKS, Cache, SharedWork
 from bench.context import RunContext
-from bench.data import STUDENT_STAGES, cell_seed, eval_sets, split_prompt_disjoint, stage_seed
+from bench.data import STUDENT_STAGES, TEACHER_STAGES, cell_seed, eval_sets, split_prompt_disjoint, stage_seed
 from bench.distributed import on_main_process, state
 from bench.label_digest import labels_record
 from bench.label_stage import label_stage
 from bench.metrics import accuracy, cell_metrics
 from bench.models import load_reward_model
 from bench.report import params_text
-from bench.results import (SCHEMA_VERSION, CellResult, ExternalStudent, LabelsRecord, cell_dir, load_cell, params_slug,
-                           replicate_slug, write_cell)
+from bench.results import (METHOD_SOURCE_FILE, RESULT_FILE, SCHEMA_VERSION, SCORES_FILE, CellResult, ExternalStudent, LabelsRecord, cell_dir,
+                           load_cell, params_slug, replicate_slug, write_cell)
 from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
 from bench.specs import to_plain
 from bench.teacher import CellData, Teacher, teacher_stage
 from bench.train import TrainExample, train_student
-from methods import make_method, method_origin
+from methods import make_method, method_origin, method_source
 from methods.api import Method, has_label_stage, preference_probability
 
 MIN_HALF_PAIRS = 2   # pairs each half of a cell's train pool needs: see check_cells
@@ -64,9 +64,6 @@ def training_targets(teacher: Teacher, labels: str) -> list[float]:
     if labels == "teacher":
         return teacher.soft_labels
     return [1.0 if o.a_is_chosen else 0.0 for o in teacher.ordered]
-
-
-TEACHER_STAGES = ("split", "order", "teacher-init", "teacher-order")
 
 
 def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell_key: str, method: dict,
@@ -151,13 +148,14 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     t = time.perf_counter()
     examples: list[TrainExample] = []
     student_log: dict = {"trained": False}
+    trained_on: dict = {}   # what the training loop checked the method trained on (bench.train.train_student)
     if ctx.method.trains:
         seeds = {name: stage_seed(ctx.protocol, seed, source, name, ctx.settings.replicate) for name in STUDENT_STAGES}
         student = load_reward_model(ctx.models.strong, seed=seeds["student-init"])
         examples = [TrainExample(strong.encode(o.pair.prompt, o.a), strong.encode(o.pair.prompt, o.b), q, tuple(row))
                     for o, q, row in zip(ordered, targets, per_teacher)]
         student_log = train_student(student, examples, ctx.models.student_train, ctx.method, shared=shared,
-                                    seed=seeds["student-order"], desc=f"student {source} s{seed}")
+                                    seed=seeds["student-order"], desc=f"student {source} s{seed}", trained_on=trained_on)
     timings["student_train"] = time.perf_counter() - t
 
     # 6. score: the student on every eval set
@@ -181,7 +179,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
         ctx, source, seed, data, cell_key=ctx.cell_key(source, seed),
         method={"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels,
                 "trains": ctx.method.trains, "paper": ctx.method.paper, "origin": method_origin(type(ctx.method))},
-        student_scores=student_scores, student={"train": student_log, "scorer": ctx.settings.scorer}, misfit=misfit,
+        student_scores=student_scores, misfit=misfit,
+        student={"train": student_log, "scorer": ctx.settings.scorer, **({"trained_on": trained_on} if trained_on else {})},
         labels=labels_record(ctx.method.labels, ordered, targets, stage.key if stage else None)
         if ctx.method.trains else None,
         truncated=sum(e.a.truncated + e.b.truncated for e in examples),
@@ -189,7 +188,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
         label_stage=stage.record(len(teacher.ordered)) if stage else None)
     folder = cell_dir(ctx.settings.out, ctx.protocol.name, ctx.models.name, run_slug(ctx.settings, ctx.method), seed,
                       source)
-    written = on_main_process(lambda: write_cell(folder, result, rows))  # launched on several processes: one writes
+    source = method_source(type(ctx.method))   # a method that is not built in: its source, for a reviewer
+    written = on_main_process(lambda: write_cell(folder, result, rows, source))  # launched on several processes: one writes
     return written or result
 
 
@@ -262,15 +262,22 @@ def cell_folders(settings: RunSettings, method: Method) -> dict[tuple[int, str],
 
 def check_before_work(ctx: RunContext, folders: dict[tuple[int, str], Path], todo: list[tuple[int, str]]) -> None:
     """What would fail the ``todo`` cells after hours of work, checked now: a read-only or full folder,
-    a file where a folder belongs, a pool too small (check_cells)."""
-    from bench.preflight import check_folders, preflight
+    a file where a folder belongs or a folder where a cell's file belongs, a pool too small (check_cells)."""
+    from bench.preflight import check_files, check_folders, preflight
 
     preflight({"results folder (--out)": ctx.settings.out, "teacher cache (--cache-dir)": ctx.cache.root})
     kinds = ("teacher", "anchor-reference", LOCKS) + (("labels", "pair-features") if has_label_stage(ctx.method) else ())
     check_folders({**{f"the cache's {kind} folder": ctx.cache.root / kind for kind in kinds},
                    "the results folder's locks": ctx.settings.out / LOCKS,
                    **{f"the cell folder of {source} seed {seed}": folders[seed, source] for seed, source in todo}})
+    check_files(cell_files(folders, todo))
     check_cells(ctx, todo)
+
+
+def cell_files(folders: dict[tuple[int, str], Path], cells: list[tuple[int, str]]) -> dict[str, Path]:
+    """The files a cell writes (what each is -> path), for bench.preflight.check_files."""
+    return {f"the {name} of {source} seed {seed}": folders[seed, source] / name
+            for seed, source in cells for name in (METHOD_SOURCE_FILE, SCORES_FILE, RESULT_FILE)}
 
 
 def run(settings: RunSettings) -> list[CellResult]:
@@ -278,7 +285,7 @@ def run(settings: RunSettings) -> list[CellResult]:
 
     from tqdm.auto import tqdm
 
-    from bench.errors import BenchError, CellsFailedError, TrainingDivergedError
+    from bench.errors import BenchError, CellsFailedError, described
     from bench.locks import file_lock, lock_path
 
     method = checked_method(settings)   # fails before any work
@@ -312,16 +319,17 @@ def run(settings: RunSettings) -> list[CellResult]:
                 continue
             try:
                 results.append(run_cell(ctx, source, seed))
-            except TrainingDivergedError as error:  # this cell's settings, not the run's: the other cells go on
-                failures.append(f"{source} seed {seed}, {method.name} ({shown}): {error}")
+            except Exception as error:  # noqa: BLE001
+                if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
+                    # the disk filled or went read-only mid-run: every later cell would fail too
+                    where = f" ({error.filename})" if error.filename else ""
+                    raise BenchError(f"{source} seed {seed} stopped: {error.strerror}{where} while writing the results "
+                                     f"folder {settings.out} or the teacher cache {ctx.cache.root}. Free space there (or "
+                                     "make it writable) and rerun: finished cells are kept") from error
+                # this cell's settings or its method's code, not the run's: the other cells go on, as they do
+                # in worker processes (bench.sweep.run_cells), and the run ends listing the failed ones
+                failures.append(f"{source} seed {seed}, {method.name} ({shown}): {described(error)}")
                 print(f"[failed] {failures[-1]}", file=sys.stderr)
-            except OSError as error:  # the disk filled or went read-only mid-run: every later cell would fail too
-                if error.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EROFS):
-                    raise
-                where = f" ({error.filename})" if error.filename else ""
-                raise BenchError(f"{source} seed {seed} stopped: {error.strerror}{where} while writing the results folder "
-                                 f"{settings.out} or the teacher cache {ctx.cache.root}. Free space there (or make it "
-                                 "writable) and rerun: finished cells are kept") from error
     if failures:
         raise CellsFailedError(failures, results, settings.out)
     return results

@@ -1,5 +1,5 @@
 """Checks a run makes before any work: every folder it will write can be created and written (no
-file sits where one belongs), and its disk has room. A read-only or full results folder then fails
+file sits where one belongs, and no folder where a file does), and its disk has room. A read-only or full results folder then fails
 in the first second, not at the first write after minutes of training.
 
 Free space is checked against a floor, not a forecast: one teacher cache entry of the offline `tiny`
@@ -66,3 +66,15 @@ def check_folders(folders: dict[str, Path]) -> None:
             if at.exists() or at.is_symlink():
                 raise BenchError(f"{what} {path} cannot be used: {at} is a file where a folder belongs. "
                                  f"Move or delete {at} and rerun")
+
+
+def check_files(files: dict[str, Path]) -> None:
+    """Each of ``files`` (what it is -> path) is a file or not there yet: a folder (or a FIFO, a device)
+    where a file belongs fails the run now, not at the write after the cell's training, which every rerun
+    would repeat."""
+    for what, path in files.items():
+        path = Path(path)
+        if (path.exists() or path.is_symlink()) and not path.is_file():
+            kind = "a folder" if path.is_dir() else "not a regular file"
+            raise BenchError(f"{what} {path} cannot be written: it is {kind} where a file belongs. Move or delete "
+                             f"{path} and rerun")

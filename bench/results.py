@@ -31,6 +31,9 @@ from bench.specs import stable_hash
 SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
 SCORES_FILE = "scores.csv.gz"
+# Beside the cell's files when its method is not built in (a method file, a package's): the method's
+# source, which bench submit puts into the submission for a reviewer to read (methods.method_source).
+METHOD_SOURCE_FILE = "method_source.py"
 SCORE_COLUMNS = ("eval_set", "pair_id", "teacher_chosen", "teacher_rejected", "student_chosen", "student_rejected")
 
 Number = Annotated[float, Field(allow_inf_nan=False)]   # a JSON number: NaN and infinities are refused
@@ -163,7 +166,12 @@ def cell_dir(out: Path, protocol: str, models: str, slug: str, seed: int, source
     return Path(out) / protocol / models / slug / f"seed{seed}" / source.replace("/", "__")
 
 
-def write_cell(folder: Path, result: CellResult, score_rows: list[tuple]) -> CellResult:
+def write_cell(folder: Path, result: CellResult, score_rows: list[tuple], method_source: bytes | None = None
+               ) -> CellResult:
+    """The cell's files, result.json last (a cell is finished once it is there): the method's source
+    when given (METHOD_SOURCE_FILE), the per-pair scores, then the result with the scores' sha256."""
+    if method_source is not None:
+        atomic_write_bytes(folder / METHOD_SOURCE_FILE, method_source)
     atomic_write_bytes(folder / SCORES_FILE, csv_gz_bytes(SCORE_COLUMNS, score_rows))
     result = result.model_copy(update={"scores_file": ScoresFile(
         name=SCORES_FILE, sha256=sha256_file(folder / SCORES_FILE), columns=list(SCORE_COLUMNS))})

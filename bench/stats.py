@@ -60,6 +60,20 @@ def correctness(chosen: Sequence[float], rejected: Sequence[float]) -> np.ndarra
     return (chosen > rejected) + 0.5 * (chosen == rejected)
 
 
+def correctness_text(values: np.ndarray) -> str:
+    """Per-pair correctness (0, 1/2 or 1) as one digit each, "0", "1" or "2" halves: how the board's
+    cache and the reference teachers (bench.submissions.reference) store verdicts."""
+    return ((np.asarray(values) * 2).astype(np.uint8) + ord("0")).tobytes().decode("ascii")
+
+
+def correctness_from_text(text: str, n: int) -> np.ndarray:
+    """``correctness_text``'s inverse; a ValueError unless ``text`` holds ``n`` such digits."""
+    halves = np.frombuffer(text.encode("ascii"), dtype=np.uint8) - ord("0")
+    if len(halves) != n or (halves > 2).any():
+        raise ValueError("per-pair correctness does not match its pairs")
+    return halves / 2.0
+
+
 def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
     """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz."""
     from bench.results import params_slug, replicate_slug
@@ -292,10 +306,10 @@ def t_quantile(q: float, df: int) -> float:
 
 class Board:
     """Every method of one protocol x model pair, bootstrapped once (a few seconds); queries are cheap.
-    Refuses methods whose cells (seed, source), eval sets or test pair ids differ. On a protocol whose runs
-    are independent, methods may hold different seeds (a comparison grown until decided, bench compare
-    --until-decided): the bootstrap takes the seeds every method holds, and ``runs_delta`` every seed both
-    sides of a comparison hold."""
+    Refuses methods whose cells (seed, source), eval sets or test pair ids differ, or whose teachers judge
+    a test pair of a cell otherwise. On a protocol whose runs are independent, methods may hold different
+    seeds (a comparison grown until decided, bench compare --until-decided): the bootstrap takes the seeds
+    every method holds, and ``runs_delta`` every seed both sides of a comparison hold."""
 
     def __init__(self, cells: Sequence[Cell], resamples: Resamples | None = None, *, n_boot: int = N_BOOT,
                  seed: int = BOOTSTRAP_SEED, resample: str = "both", nested: bool = False):
@@ -324,11 +338,19 @@ class Board:
             for c, r in zip(own, layout):
                 if [(e.name, e.role) for e in c.eval_sets] != [(e.name, e.role) for e in r.eval_sets]:
                     raise ValueError(f"{c.method!r} seed {c.seed} {c.source}: eval sets differ from {r.method!r}'s")
-                for e in c.eval_sets:
+                for e, first in zip(c.eval_sets, r.eval_sets):
                     if splits.setdefault((c.seed if nested else None, e.name), e.pair_ids) != e.pair_ids:
                         raise ValueError(f"{c.method!r} seed {c.seed} {c.source}: pair ids of {e.name} differ from "
                                          f"another cell's{'' if nested else ' (nested=True allows a split per seed)'}"
                                          f": a paired bootstrap needs the same test pairs in the same order")
+                    # Every method of a cell is measured against one teacher: a paired difference of two
+                    # students is a difference of their gains over it only when it is the same teacher.
+                    flipped = int((e.teacher != first.teacher).sum()) if e.pair_ids == first.pair_ids else 0
+                    if flipped:
+                        raise ValueError(f"{c.method!r} seed {c.seed} {c.source}: its teacher's verdicts on {e.name} "
+                                         f"differ from those of {r.method!r} on {flipped} of {len(e.teacher)} test pairs: "
+                                         "methods are compared only on one teacher (the same weak model, teacher "
+                                         "training, code, thread count and CPU kernels)")
         self.datasets = {d: len(ids) for (_, d), ids in sorted(splits.items())}
         rows = [(ci, ei) for ci, c in enumerate(layout) for ei, e in enumerate(c.eval_sets) if e.role == "ood"]
         self._row_cell, self._row_eval = (np.array(x) for x in zip(*rows))

@@ -16,7 +16,7 @@ from bench.distributed import on_main_process
 from bench.errors import BenchError
 from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 from bench.models import load_reward_model, score
-from bench.scorers import check_finite, score_eval_sets
+from bench.scorers import TEACHER_FIX, check_finite, score_eval_sets
 from bench.train import TrainExample, train_reward_model
 from methods.api import Step, preference_probability, soft_bt_loss
 from bench.versions import TEACHER_CODE, code_version, platform_version
@@ -154,7 +154,8 @@ def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], 
     t = time.perf_counter()
     scores = score_eval_sets(model, weak, evals, ctx.models.score_batch_size, "teacher")
     timings["teacher_score"] = time.perf_counter() - t
-    check_finite({"half B (its labels)": (r_a, r_b), **scores}, f"teacher {ctx.models.weak.name}", f"{source} seed {seed}")
+    check_finite({"half B (its labels)": (r_a, r_b), **scores}, f"teacher {ctx.models.weak.name}", f"{source} seed {seed}",
+                 TEACHER_FIX)
 
     agree = sum((q > 0.5) == o.a_is_chosen for q, o in zip(soft, ordered)) + 0.5 * sum(q == 0.5 for q in soft)
     info = {"train": train_log,

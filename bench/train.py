@@ -12,8 +12,9 @@ is weighted by its share of the batch so that the average is the whole batch's m
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
@@ -21,7 +22,7 @@ from torch import nn
 from bench.cache import SharedWork
 from bench.data import sub_seed
 from bench.distributed import on_cpu, shard
-from bench.errors import BenchError, TrainingDivergedError
+from bench.errors import BenchError, MethodError, TrainingDivergedError
 from bench.models import Encoded, collate_examples, reward_forward, score, uses_pair_rows
 from bench.pair_rows import row_length
 from bench.specs import EarlyStopping, TrainConfig
@@ -81,30 +82,68 @@ def validation_metrics(r_a: list[float], r_b: list[float], targets: list[float])
     return {"loss": loss, "agreement": 100.0 * agree / len(targets)}
 
 
+def pair_key(example: TrainExample) -> bytes:
+    """What a training pair is, whatever its label: its two sequences' token ids, in either order (a
+    relabelled pair keeps them; s2s and the label stages change only the target)."""
+    a, b = (bytes(e.arrays()[0]) for e in (example.a, example.b))
+    first, second = sorted((a, b))
+    return hashlib.sha256(len(first).to_bytes(8, "little") + first + second).digest()
+
+
 @dataclass(frozen=True)
 class TrainingLoop:
     """What ``Method.fit`` gets as ``train``: ``train(model, examples, cfg)`` runs the loop below once
     with the method's loss; ``train.shared`` is the run's cache for tensors computed from the pretrained
-    student and the training sequences alone (a bench.cache.SharedWork; None outside a pipeline run)."""
+    student and the training sequences alone (a bench.cache.SharedWork; None outside a pipeline run).
+
+    With ``allowed`` (the pair keys of the examples ``fit`` was given: the student's half B), every run
+    checks that it trains on those pairs only, relabelled or a subset, never on another split's (a
+    MethodError otherwise), and ``trained_on`` counts what the runs trained on (bench.pipeline records it)."""
 
     method: Method
     seed: int
     desc: str
     shared: SharedWork | None = None
+    allowed: frozenset[bytes] | None = None
+    trained_on: dict = field(default_factory=lambda: {"loop_runs": 0, "pairs": set()})   # shared by replace()
 
     def __call__(self, model: nn.Module, examples: list[TrainExample], cfg: TrainConfig) -> dict:
+        if self.allowed is not None:
+            keys = [pair_key(e) for e in examples]
+            foreign = sum(key not in self.allowed for key in keys)
+            if foreign:
+                raise MethodError(
+                    f"{self.desc}: method {self.method.name!r} trains on {foreign} of {len(examples)} pairs that are "
+                    "not its half B, the pairs fit() was given: a student learns only from half B of the source's "
+                    "train pool (with the teacher's labels, or its own relabelling of them), never from a test split "
+                    "or gold labels. Pass train(...) the examples fit() was given, or a subset of them")
+            self.trained_on["loop_runs"] += 1
+            self.trained_on["pairs"].update(keys)
         return train_reward_model(model, examples, cfg, self.method, self.seed, self.desc)
 
 
+# What the harness checked of a student's training data, as a result records it (``student.trained_on``).
+TRAINED_ON_CHECK = ("every pair a run of the training loop trained on is one of the student's half-B pairs (by its "
+                    "token ids)")
+
+
 def train_student(student: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
-                  seed: int, desc: str, shared: SharedWork | None = None) -> dict:
+                  seed: int, desc: str, shared: SharedWork | None = None, trained_on: dict | None = None) -> dict:
     """The method's whole training of the student (``Method.fit``), on the shared loop below; ``shared``
-    goes to the method as ``train.shared``."""
+    goes to the method as ``train.shared``. Every run of the loop must train on ``examples`` (half B) only;
+    ``trained_on``, when given, receives what the runs trained on: how many runs, how many distinct pairs
+    of how many (no run: the method trained outside the loop, and nothing was checked)."""
     from bench.distributed import state
 
     apply_freezing(student, cfg)
     student.to(state().device)  # before fit: a method's setup (reference copies, cached states) runs there
-    return method.fit(student, examples, cfg, TrainingLoop(method, seed, desc, shared))
+    loop = TrainingLoop(method, seed, desc, shared, allowed=frozenset(map(pair_key, examples)))
+    log = method.fit(student, examples, cfg, loop)
+    if trained_on is not None:
+        runs = loop.trained_on["loop_runs"]
+        trained_on.update(check=TRAINED_ON_CHECK if runs else "none: the method never ran the training loop",
+                          loop_runs=runs, pairs=len(loop.trained_on["pairs"]), of=len(loop.allowed))
+    return log
 
 
 def epoch_batches(lengths: list[int], batch_size: int, generator: torch.Generator,
@@ -146,6 +185,23 @@ def lr_schedule(optimizer: torch.optim.Optimizer, total: int, warmup_ratio: floa
     warmup = max(1, round(warmup_ratio * total))
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
+
+
+def check_loss(loss: object, method: Method, desc: str) -> None:
+    """What the loop needs of a method's loss, so that a method that returns anything else fails its cell
+    with what to return (MethodError), not with autograd's error: one number (a 0-d tensor), with a
+    gradient through the student's weights (a constant, or a loss computed apart from the rewards, has none)."""
+    name = f"{desc}: the loss(step) of method {method.name!r}"
+    if not isinstance(loss, torch.Tensor):
+        raise MethodError(f"{name} returned a {type(loss).__name__}, not a tensor: return (loss, logs), loss a 0-d "
+                          "torch tensor computed from step.r_a and step.r_b (as methods/naive.py does)")
+    if loss.dim() != 0:
+        raise MethodError(f"{name} returned a tensor of shape {tuple(loss.shape)}, not one number: reduce it over the "
+                          "batch (e.g. .mean(), as methods.api.soft_bt_loss does)")
+    if not loss.requires_grad:
+        raise MethodError(f"{name} has no gradient, so training would change nothing: it does not depend on the "
+                          "student's trainable weights. Compute it from step.r_a and step.r_b (or step.hidden_states), "
+                          "as methods/naive.py does")
 
 
 def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: TrainConfig, method: Method,
@@ -231,6 +287,7 @@ def train_reward_model(model: nn.Module, examples: list[TrainExample], cfg: Trai
                         teacher_labels=torch.tensor([ex.teacher_labels for ex in chunk], dtype=torch.float32,
                                                     device=device) if chunk[0].teacher_labels else None)
             loss, logs = method.loss(step)
+            check_loss(loss, method, desc)
             batch_loss = loss.detach() * (weight / world)
             if world > 1:  # the whole batch's loss, the same on every process
                 batch_loss = accelerator.reduce(batch_loss, reduction="sum")

@@ -27,6 +27,7 @@ from bench.errors import BenchError  # noqa: E402
 from bench.report import fmt  # noqa: E402
 from bench.submissions.check import validate_submission  # noqa: E402
 from bench.submissions.limits import MAX_FILES, MAX_SUBMISSION_BYTES, UPLOAD_TIME_BUDGET_S  # noqa: E402
+from bench.submissions.tree import check_teachers  # noqa: E402
 from bench.submissions.upload import extract_upload, size_text  # noqa: E402
 from leaderboard import core, figures, render  # noqa: E402
 
@@ -83,6 +84,7 @@ def check_upload(path: str | None, board: core.Board, protocols: Mapping | None 
         except BenchError as error:
             return f"{name}: REJECTED — {error}", None
         validation = validate_submission(folder, protocols, model_pairs, time_budget_s=UPLOAD_TIME_BUDGET_S)
+    check_teachers([validation], beside=board.validations)   # the board's naive, where no reference is committed
     report = upload_report(validation, name)
     if validation.submission is None or not validation.cells:
         return report, None

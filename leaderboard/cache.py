@@ -8,7 +8,8 @@ outcome is a pure function of
 - the bytes of every file of the submission (their sha256, with their paths),
 - the code that validates (``VALIDATION_CODE``, by ``bench.versions.code_version``) and the numpy and
   pydantic it runs on,
-- the registered protocols and model pairs it is checked against (and the ones a caller adds), and
+- the registered protocols and model pairs it is checked against (and the ones a caller adds), and the
+  committed reference teachers (bench.submissions.reference), and
 - the limits of ``bench.submissions.limits`` (a test may lower one),
 
 so one entry per submission folder stores that key beside the outcome, and is used only when the key
@@ -29,11 +30,9 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping
 
-import numpy as np
-
 from bench.io import atomic_write_bytes, atomic_write_json, sha256_file
 from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
-from bench.stats import Cell, EvalSet
+from bench.stats import Cell, EvalSet, correctness_from_text, correctness_text
 from bench.submissions import limits
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import Problem, Validation
@@ -43,6 +42,7 @@ FORMAT = 1   # the layout of an entry; bump it when what is stored changes
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
 VALIDATION_CODE = ("bench.submissions.check", "bench.submissions.limits", "bench.submissions.schema",
+                   "bench.submissions.reference", "bench.data", "bench.registry",
                    "bench.submissions.scores", "bench.submissions.commands", "bench.results", "bench.metrics",
                    "bench.report", "bench.stats", "bench.sequential", "bench.specs", "bench.errors", "bench.protocols",
                    "bench.io", "leaderboard.cache")
@@ -69,6 +69,7 @@ def context_key(protocols: Mapping[str, ProtocolSpec] | None, model_pairs: Mappi
                    and isinstance(getattr(limits, name), (int, float, str))},
         "protocols": {name: protocol_hash(spec) for name, spec in known.items()},
         "model_pairs": {name: canonical_json(spec) for name, spec in pairs.items()},
+        "references": {path.name: sha256_file(path) for path in sorted(limits.REFERENCES.glob("*.json"))},
     }).encode()).hexdigest()
 
 
@@ -88,25 +89,13 @@ def files_key(folder: Path) -> str | None:
 
 
 # --- an outcome as JSON, and back ------------------------------------------------------------------------
-def _correctness_text(values: np.ndarray) -> str:
-    """Per-pair correctness (0, 1/2 or 1) as one digit each, "0", "1" or "2" halves."""
-    return ((np.asarray(values) * 2).astype(np.uint8) + ord("0")).tobytes().decode("ascii")
-
-
-def _correctness(text: str, n: int) -> np.ndarray:
-    halves = np.frombuffer(text.encode("ascii"), dtype=np.uint8) - ord("0")
-    if len(halves) != n or (halves > 2).any():
-        raise ValueError("per-pair correctness does not match its pairs")
-    return halves / 2.0
-
-
 def _to_json(v: Validation, key: str) -> dict:
     return {"format": FORMAT, "key": key, "folder": str(v.folder),
             "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
             "submission": v.submission, "cells": [c.model_dump(mode="json") for c in v.cells],
             "pairs": [{"method": c.method, "seed": c.seed, "source": c.source, "category": c.category,
                        "eval_sets": [{"name": e.name, "role": e.role, "pair_ids": list(e.pair_ids),
-                                      "teacher": _correctness_text(e.teacher), "student": _correctness_text(e.student)}
+                                      "teacher": correctness_text(e.teacher), "student": correctness_text(e.student)}
                                      for e in c.eval_sets]} for c in v.pairs]}
 
 
@@ -114,8 +103,8 @@ def _from_json(data: dict, folder: Path) -> Validation:
     from bench.results import CellResult
 
     pairs = [Cell(c["method"], int(c["seed"]), c["source"], c["category"], tuple(
-        EvalSet(e["name"], e["role"], tuple(e["pair_ids"]), _correctness(e["teacher"], len(e["pair_ids"])),
-                _correctness(e["student"], len(e["pair_ids"]))) for e in c["eval_sets"])) for c in data["pairs"]]
+        EvalSet(e["name"], e["role"], tuple(e["pair_ids"]), correctness_from_text(e["teacher"], len(e["pair_ids"])),
+                correctness_from_text(e["student"], len(e["pair_ids"]))) for e in c["eval_sets"])) for c in data["pairs"]]
     return Validation(folder, errors=[Problem(**p) for p in data["errors"]],
                       warnings=[Problem(**p) for p in data["warnings"]], submission=data["submission"],
                       cells=[CellResult.model_validate(c) for c in data["cells"]], pairs=pairs)

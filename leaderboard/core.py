@@ -44,6 +44,10 @@ RANKING_COLUMNS = ["rank", "method", "params", "status", "role",
                    "submitter", "model pair", "protocol", "submission", "problem", "paper", "code"]
 ALL = "all"
 UPLOAD_PREFIX = "upload: "   # the key of an uploaded submission previewed on the board
+# How a row of a method that is not built in is marked (method.origin.kind): its code is not the harness's,
+# so what it did is read in its source, which the submission carries (bench.results.METHOD_SOURCE_FILE).
+NOT_BUILT_IN = {kind: f"method from {what}, not built in: its source is in the submission (method_source.py)"
+                for kind, what in (("file", "a method file"), ("entry point", "an installed package"))}
 
 
 # --- the board --------------------------------------------------------------------------------------------
@@ -77,6 +81,9 @@ class Board:
         status = "validated" if v.ok else f"NOT VALIDATED ({len(v.errors)} problems)"
         if s.get("external"):   # students trained outside the harness (bench evaluate): say so wherever it shows
             status += f"; {s['external']}"
+        kind = (s["method"].get("origin") or {}).get("kind") if isinstance(s["method"].get("origin"), dict) else None
+        if kind in NOT_BUILT_IN:   # code the harness does not ship: a reviewer reads its source in the submission
+            status += f"; {NOT_BUILT_IN[kind]}"
         return rows.assign(submission=v.key, params=params_text(s["method"]["params"]), valid=v.ok, status=status,
                            problem=str(v.errors[0]) if v.errors else "", submitter=s["submitter"])
 

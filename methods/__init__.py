@@ -72,6 +72,7 @@ class MethodRegistry(Registry[type[Method]]):
 METHODS = MethodRegistry()
 
 _PLUGIN_ORIGIN: dict[str, dict] = {}   # method name -> where it came from, when not built in
+_PLUGIN_FILES: dict[str, Path] = {}    # method name -> its method file, resolved: the same file may load again
 _plugins_loaded = False
 
 
@@ -121,10 +122,13 @@ def load_method_file(path: str | Path) -> list[str]:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     for cls in classes:
         check_method_class(cls, f"method file {path}")
-        if cls.name in METHODS and _PLUGIN_ORIGIN.get(cls.name, {}).get("file") != str(path.resolve()):
+        if cls.name in METHODS and _PLUGIN_FILES.get(cls.name) != path.resolve():
             raise BenchError(f"method file {str(path)!r}: the name {cls.name!r} is taken by another method; rename it")
         METHODS.register(cls.name, cls, replace=True)  # replaces only the same file's earlier load
-        _PLUGIN_ORIGIN[cls.name] = {"kind": "file", "file": str(path.resolve()), "sha256": digest}
+        # The file's name and digest, never its folder: results and submissions record no machine path (the
+        # source itself goes beside the results, method_source, and into a submission)
+        _PLUGIN_ORIGIN[cls.name] = {"kind": "file", "file": path.name, "sha256": digest}
+        _PLUGIN_FILES[cls.name] = path.resolve()
         names.append(cls.name)
     return names
 
@@ -147,6 +151,16 @@ def method_origin(cls: type[Method]) -> dict:
     if source and "sha256" not in origin:
         origin["sha256"] = hashlib.sha256(Path(source).read_bytes()).hexdigest()
     return origin
+
+
+def method_source(cls: type[Method]) -> bytes | None:
+    """The source file of a method that is not built in (a method file's, or an installed package's
+    class's): its results keep a copy and a submission of it carries one (bench.results.METHOD_SOURCE_FILE),
+    so that a reviewer can read what trained its students. None for a built-in method."""
+    source = inspect.getsourcefile(cls)
+    if method_origin(cls)["kind"] == "built-in" or not source:
+        return None
+    return Path(source).read_bytes()
 
 
 def method_code(cls: type[Method]) -> str:
@@ -181,4 +195,4 @@ def make_method(name: str, params: dict[str, object] | None = None, defaults: di
 
 
 __all__ = ["METHODS", "Method", "make_method", "describe_params", "get_method_class", "load_method_file",
-           "load_plugins", "method_origin", "ENTRY_POINT_GROUP"]
+           "load_plugins", "method_origin", "method_source", "ENTRY_POINT_GROUP"]

@@ -239,6 +239,10 @@ def describe_params(cls: type[Method]) -> str:
 
 def parse_params(cls: type[Method], values: dict[str, object]) -> BaseModel:
     """Validate ``values`` (strings from the command line are coerced) against the method's params."""
+    problems = [problem for name, value in values.items() if (problem := number_problem(cls, name, value))]
+    if problems:   # said before pydantic, whose bounds would call a NaN "not <= 1" and take 1e-400 as 0.0
+        raise BadParamsError(f"bad params for method {cls.name!r}: {'; '.join(problems)}. "
+                             f"Valid params: {describe_params(cls)}")
     try:
         return cls.Params(**values)
     except ValidationError as error:
@@ -336,3 +340,33 @@ def drop_share(unreliability: list[float], share: float) -> list[int]:
     n_drop = math.floor(share * len(unreliability))
     ranked = sorted(range(len(unreliability)), key=lambda i: (-unreliability[i], i))
     return sorted(ranked[n_drop:])
+
+
+def takes_float(annotation: object) -> bool:
+    """Whether a parameter's type takes a float (``float``, ``Annotated[float, ...]``, a union with float)."""
+    if annotation is float:
+        return True
+    return any(takes_float(arg) for arg in typing.get_args(annotation)
+               if typing.get_origin(annotation) in (typing.Annotated, typing.Union, types.UnionType))
+
+
+def number_problem(cls: type[Method], name: str, value: object) -> str | None:
+    """What is wrong with a float parameter given as text that a float cannot hold: NaN or an infinity
+    (no loss weight or rate is), or a number too small for a float, which would become 0.0 and silently
+    turn the method into another (lam=1e-400 is naive). None when there is nothing wrong, or it is not a
+    float parameter given as text (pydantic checks those)."""
+    field = cls.Params.model_fields.get(name)
+    if field is None or not isinstance(value, str) or not takes_float(field.annotation):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if not math.isfinite(number):
+        written = "nan" in value.lower() or "inf" in value.lower()
+        return (f"{name}: must be a finite number, got {value!r}" if written else
+                f"{name}: {value} is too large for a float (it would be infinite); give a finite number")
+    if number == 0.0 and any(c in "123456789" for c in value.lower().partition("e")[0]):
+        return (f"{name}: {value} is too small for a float: it would be 0.0, which turns the method into another. "
+                "Give 0, or a number of at least 5e-324")
+    return None

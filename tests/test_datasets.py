@@ -125,7 +125,7 @@ def test_provenance_of_a_local_split():
     path = FIXTURES / "pku-saferlhf" / "test.jsonl"
     assert loaded.provenance == {
         "source": "local", "hub_id": None, "config": None, "data_dir": None, "revision": None,
-        "resolved_commit": None, "files": [{"path": str(path.resolve()),
+        "resolved_commit": None, "files": [{"path": "pku-saferlhf/test.jsonl",   # in the data dir: no machine path
                                             "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}],
         "dataset": "w2s/pku-saferlhf", "split": "test", "license": "CC-BY-NC-4.0 (non-commercial)", "limit": None,
         "rows_read": 4, "usable": 2, "kept": 2, "dropped": loaded.provenance["dropped"]}

@@ -215,7 +215,7 @@ def test_method_file_registers_its_methods_and_records_their_origin(tmp_path):
     loss, _ = method.loss(step_of([1.0], [1.0], [0.5]))
     assert loss.item() == pytest.approx(0.5 * math.log(2.0))
     origin = method_origin(type(method))
-    assert origin["kind"] == "file" and origin["file"] == str(path.resolve()) and len(origin["sha256"]) == 64
+    assert origin["kind"] == "file" and origin["file"] == path.name and len(origin["sha256"]) == 64   # no machine path
 
 
 @pytest.mark.parametrize("text, message", [

@@ -48,7 +48,10 @@ A split that is not there is an error that lists every path looked for, even whe
 of the dataset is: a train pool is never taken from a test file behind the user's back.
 
 Rows that do not have the schema (a missing key, a wrong type, a line that is not JSON) are
-dropped and counted as ``malformed: ...``; a file without a required column, a split where every
+dropped and counted as ``malformed: ...``, and rows whose texts hold more than ``MAX_ROW_CHARS``
+characters in all as ``too long: ...`` (a sequence is cut to the protocol's max length, at most a few
+thousand characters, but only after the tokenizer has read the whole text: one 50 MB row took a minute
+and 6.7 GB to encode); a file without a required column, a split where every
 row is malformed, and a split with no usable pair are errors that name the dataset and the file.
 """
 from __future__ import annotations
@@ -70,6 +73,13 @@ from bench.errors import BenchError
 from bench.specs import DatasetSpec
 
 FORMATS = (".jsonl", ".jsonl.gz", ".parquet")
+# The most characters a row's strings may hold together, every column counted (UltraFeedback repeats the
+# prompt and responses in four). The longest real rows at hand hold 8,230 (hh-rlhf) and 18,803
+# (UltraFeedback) characters, ten times less. Tokenizing a text before it is cut costs about 4 s per
+# million characters (MiniLM's tokenizer, on a loaded 2-core machine, 2026-12-02), and a row is encoded
+# by both models, so the limit keeps a row's encodes to about a second there.
+MAX_ROW_CHARS = 200_000
+TOO_LONG = f"too long: more than {MAX_ROW_CHARS:,} characters of text"
 
 
 def load(spec: DatasetSpec, split: str, limit: int | None, data_dir: Path | None = None) -> LoadedSplit:
@@ -81,7 +91,7 @@ def load(spec: DatasetSpec, split: str, limit: int | None, data_dir: Path | None
         where = f"{options['hub_id']} split {split!r} on the Hub"
     else:
         files = find_local_files(spec, split, Path(data_dir))
-        rows, columns, provenance = local_rows(files)
+        rows, columns, provenance = local_rows(files, Path(data_dir))
         where = ", ".join(str(f) for f in files)
     if columns is not None:
         check_columns(spec, rules, columns, where)
@@ -122,6 +132,8 @@ def normalise(spec: DatasetSpec, split: str, rules: ModuleType, rows: Iterator[A
         read += 1
         if isinstance(row, dict):
             seen_keys.update(row)
+        if not isinstance(row, DropReason) and text_chars(row) > MAX_ROW_CHARS:
+            row = DropReason(TOO_LONG)   # dropped before its text is parsed, let alone tokenized
         result = row if isinstance(row, DropReason) else rules.normalize(row)
         if not isinstance(result, Pair):
             dropped[str(result)] += 1
@@ -135,6 +147,17 @@ def normalise(spec: DatasetSpec, split: str, rules: ModuleType, rows: Iterator[A
             if slot < limit:
                 sample[slot] = (index, result)
     return [pair for _, pair in sorted(sample, key=lambda item: item[0])], seen_keys, read, dropped, usable
+
+
+def text_chars(value: Any) -> int:
+    """The characters of every string in a row (keys aside), nested lists and objects included."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(text_chars(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(text_chars(v) for v in value)
+    return 0
 
 
 def check_columns(spec: DatasetSpec, rules: ModuleType, columns: set[str] | list[str], where: str) -> None:
@@ -230,8 +253,10 @@ def find_local_files(spec: DatasetSpec, split: str, data_dir: Path) -> list[Path
     return found[0]
 
 
-def local_rows(files: list[Path]) -> tuple[Iterator[Any], list[str] | None, dict]:
-    """Rows of the files in order; the columns when the format declares them (parquet), else None."""
+def local_rows(files: list[Path], data_dir: Path) -> tuple[Iterator[Any], list[str] | None, dict]:
+    """Rows of the files in order; the columns when the format declares them (parquet), else None. The
+    provenance names each file by its path in the data dir and its sha256: a result records no folder of
+    the machine it ran on."""
     from bench.io import sha256_file
 
     columns = None
@@ -240,7 +265,7 @@ def local_rows(files: list[Path]) -> tuple[Iterator[Any], list[str] | None, dict
         columns = sorted(set.intersection(*column_sets))
     provenance = {"source": "local", "hub_id": None, "config": None, "data_dir": None, "revision": None,
                   "resolved_commit": None,
-                  "files": [{"path": str(f.resolve()), "sha256": sha256_file(f)} for f in files]}
+                  "files": [{"path": f.relative_to(data_dir).as_posix(), "sha256": sha256_file(f)} for f in files]}
     return _rows_of(files), columns, provenance
 
 

@@ -5,8 +5,10 @@ stand-ins for the rest.
 
 * ``hh-helpful`` / ``hh-harmless``: the real Anthropic hh-rlhf test files (``--realdata``, laid out
   as ``../shared/realdata``), copied line for line into a ``train`` and a ``test`` file of DEST by a
-  stable hash of each line (60% / 40%). The real train splits are not available offline; a train
-  pool taken from the real test file is a choice made here, in the open, and recorded: DEST's
+  stable hash of each conversation's opening user turn, normalised (60% / 40%): conversations that
+  open alike (one question asked on, or asked again) go to one side, as ``mini`` splits by topic, so
+  no test prompt opens a train-pool conversation. The real train splits are not available offline; a
+  train pool taken from the real test file is a choice made here, in the open, and recorded: DEST's
   README says so, and each result records the files' sha256.
 * ``ultrafeedback``: the real first 500 rows of ``train_prefs`` and of ``test_prefs``
   (``--realdata``'s ``ultrafeedback_binarized``), copied line for line. That copy kept only the
@@ -30,6 +32,7 @@ import gzip
 import hashlib
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -87,14 +90,33 @@ def real_copies(realdata: Path | None, name: str) -> dict[str, Path]:
 
 
 def split_real_file(path: Path, folder: Path) -> None:
-    """Each line to train (60%) or test (40%) by a stable hash of its bytes, unchanged."""
+    """Each line to train (60%) or test (40%) by a stable hash of its opening user turn (``opening_turn``),
+    unchanged; a line without one (not a transcript) by a hash of its bytes."""
     train, test = [], []
     with gzip.open(path, "rb") as f:
         for line in f:
             if line.strip():
-                (train if int(hashlib.sha256(line).hexdigest(), 16) % 5 < 3 else test).append(line)
+                key = opening_turn(line) or line
+                (train if int(hashlib.sha256(key).hexdigest(), 16) % 5 < 3 else test).append(line)
     for split, lines in (("train", train), ("test", test)):
         (folder / f"{split}.jsonl.gz").write_bytes(gzip.compress(b"".join(lines), mtime=0))
+
+
+def opening_turn(line: bytes) -> bytes | None:
+    """An hh-rlhf row's first user turn as its pair's prompt has it (bench.datasets.hh), case-folded, with
+    punctuation dropped and spaces collapsed ("Call me a bad name!" and "call me a bad name" are one), or
+    None for a row the normaliser drops."""
+    from bench.data import Pair
+    from bench.datasets import hh
+
+    try:
+        pair = hh.normalize(json.loads(line))
+    except ValueError:   # not JSON (or not UTF-8)
+        return None
+    if not isinstance(pair, Pair):
+        return None
+    words = re.sub(r"[^\w\s]", " ", pair.prompt[0][1].casefold()).split()
+    return " ".join(words).encode()
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
@@ -153,7 +175,8 @@ def readme(kinds: dict[str, str], realdata: Path | None) -> str:
                          f"columns, so no score-based filtering applies.")
         elif kind == "real":
             lines.append(f"- `{name}`: REAL rows of Anthropic hh-rlhf's test split ({realdata / REAL_HH[name]}), "
-                         f"split 60/40 by a hash of each line into train.jsonl.gz and test.jsonl.gz "
+                         f"split 60/40 by a hash of each conversation's opening user turn into train.jsonl.gz and "
+                         f"test.jsonl.gz, so that no test prompt opens a train conversation "
                          f"(the real train split is not available offline).")
         else:
             lines.append(f"- `{name}`: SYNTHETIC rows in the dataset's original schema, generated from the mini "

@@ -62,13 +62,21 @@ def score_eval_sets(model, formatter, evals: dict[str, list[Pair]], batch_size: 
     return {name: (rewards[start:start + k], rewards[n + start:n + start + k]) for name, (start, k) in spans.items()}
 
 
-def check_finite(scores: dict[str, tuple[list[float], list[float]]], model: str, cell: str) -> None:
+# What to do about a model whose scores are not finite, by who made its weights (``check_finite``'s ``fix``).
+METHOD_FIX = ("its weights are broken although training finished. Check what the method does to the weights (its "
+              "finish() or loss), lower the learning rate, then rerun the cell")
+TEACHER_FIX = ("its weights are broken although its training finished. Lower the teacher's learning rate (the model "
+               "pair's teacher_train) or check the weak model's weights, then rerun the cell")
+CHECKPOINT_FIX = ("the checkpoint's weights are broken (NaN or infinite somewhere). Check it where it was trained (load "
+                  "it and score a pair), save or export it again, then rerun bench evaluate")
+
+
+def check_finite(scores: dict[str, tuple[list[float], list[float]]], model: str, cell: str, fix: str = METHOD_FIX
+                 ) -> None:
     """Stop a cell whose model gave a NaN or infinite score: counted as a wrong pair it would make a
-    wrong table that looks like a result."""
+    wrong table that looks like a result. ``fix`` says what to do, by who made the weights."""
     for name, (chosen, rejected) in scores.items():
         bad = sum(not math.isfinite(v) for v in (*chosen, *rejected))
         if bad:
-            raise NonFiniteScoresError(
-                f"{model} gave {bad} non-finite scores (NaN or infinite) on eval set {name} ({cell}): its weights are "
-                "broken although training finished. Check what the method does to the weights (its finish() or "
-                "loss), lower the learning rate, then rerun the cell; nothing was written for it")
+            raise NonFiniteScoresError(f"{model} gave {bad} non-finite scores (NaN or infinite) on eval set {name} "
+                                       f"({cell}): {fix}; nothing was written for it")

@@ -11,7 +11,8 @@ A submission is one method x params x model pair x protocol, in a folder
 (``<source>`` is the dataset name with ``/`` written ``__``.) Validation only reads JSON and
 gzip'd CSV, with size limits checked before anything is read; it never imports or runs anything
 from a submission. Every accuracy, metric, the summary and the intervals are recomputed from the
-per-pair scores and any mismatch is refused. A submission of students trained outside the harness
+per-pair scores and any mismatch is refused; so is a submission whose test pairs, or whose teacher's
+verdicts on them, are not its protocol x model pair's reference teacher's (``reference``). A submission of students trained outside the harness
 (``bench evaluate``) is marked ``external`` in submission.json (``results.EXTERNAL_NOTE``: its scores
 recompute, its training is not reproduced), and each of its cells must record the digest of the
 labels its checkpoint was trained on equal to the cell's own (``check._check_provenance``). Text that could be markup, script or disguised text (``<`` or ``>``,
@@ -30,8 +31,10 @@ One job per module:
 - ``commands``: commands as a submission records them, without local paths;
 - ``check``: reading and checking one submission (``validate_submission``);
 - ``scores``: reading one scores file in bounded memory (``read_scores``);
-- ``tree``: many submissions (``validate_tree``, ``find_submissions``, ``teacher_conflicts``,
-  ``label_conflicts``);
+- ``reference``: the reference teacher of a protocol x model pair, its test pairs and the teacher's
+  verdicts on them, that every submission's are checked against (committed in ``references/``);
+- ``tree``: many submissions (``validate_tree``, ``find_submissions``, ``check_teachers``,
+  ``teacher_conflicts``, ``label_conflicts``);
 - ``pack``: ``bench submit`` (``submit``);
 - ``upload``: a .zip upload unpacked without trusting it (``extract_upload``).
 """

@@ -12,22 +12,27 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from pydantic import BaseModel, ValidationError
 
+from bench.data import STUDENT_STAGES, TEACHER_STAGES, stage_seed
 from bench.errors import UnknownNameError
 from bench.io import sha256_file
-from bench.results import (EXTERNAL_NOTE, RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE, CellResult,
-                           params_slug, recompute)
+from bench.results import (EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE,
+                           CellResult, params_slug, recompute)
 from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.stats import cell_from_scores
 from bench.submissions import limits
 from bench.submissions.commands import absolute_paths
-from bench.submissions.limits import (CELL_FILE_RE, NAME_RE, PARAM_KEY_RE, REGENERATE, SCHEMA_VERSION, SUBMISSION_FILE,
-                                      UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder, unsafe_text)
+from bench.submissions.limits import (CELL_FILE_RE, LOCAL_PATH_RE, NAME_RE, PARAM_KEY_RE, REFERENCES, REGENERATE,
+                                      SCHEMA_VERSION, SUBMISSION_FILE, UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder,
+                                      unsafe_text)
 from bench.submissions.schema import SubmissionFile, code_version, submission_intervals, submission_summary
 from bench.submissions.scores import as_rows, read_scores
+
+if TYPE_CHECKING:   # imported where used, so that `python -m bench.submissions.reference` runs it once
+    from bench.submissions import reference as reference_teacher
 
 
 # --- small helpers --------------------------------------------------------------------------------------
@@ -75,6 +80,10 @@ def _check_text(v: Validation, file: str, obj: Any) -> None:
                     f"remove it: names, commands and notes are {UNSAFE_TEXT_HELP}")
         elif len(text) > limit:
             v.error(file, _field(loc), f"text of {len(text)} characters (limit {limit})", "shorten it")
+        elif tokenizer_limit is None and not is_key and loc[-1:] != ("command",) and LOCAL_PATH_RE.match(text):
+            v.error(file, _field(loc), f"holds the local path {text[:100]!r}: a submission records no folder of the "
+                    "machine it was made on", "rerun with this version of shiftbench, whose results record file names "
+                    "and hub ids only, then " + REGENERATE)
 
 
 def _no_constants(name: str) -> float:
@@ -152,10 +161,10 @@ def _inventory(v: Validation) -> dict[str, int]:
                 raise _Stop
         dirs[:] = [d for d in dirs if not Path(root, d).is_symlink()]
     for rel in files:
-        if rel != SUBMISSION_FILE and not CELL_FILE_RE.fullmatch(rel):
+        if rel not in (SUBMISSION_FILE, METHOD_SOURCE_FILE) and not CELL_FILE_RE.fullmatch(rel):
             v.error(rel, "", "is not part of a submission (it is never read or run)",
-                    "remove it: a submission holds only submission.json and cells/seed<N>/<source>/"
-                    "{result.json,scores.csv.gz}")
+                    "remove it: a submission holds only submission.json, cells/seed<N>/<source>/"
+                    f"{{result.json,scores.csv.gz}} and, for a method that is not built in, {METHOD_SOURCE_FILE}")
     if SUBMISSION_FILE not in files:
         v.error(SUBMISSION_FILE, "", "is missing", REGENERATE)
         raise _Stop
@@ -261,8 +270,8 @@ def _close(a: float | None, b: float | None) -> bool:
     return math.isclose(a, b, abs_tol=1e-9)
 
 
-def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, files: dict[str, int]
-                ) -> CellResult | None:
+def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, files: dict[str, int],
+                reference: reference_teacher.Reference | None = None) -> CellResult | None:
     base = cell_folder(ref["seed"], ref["source"])
     rel_result, rel_scores = f"{base}/{RESULT_FILE}", f"{base}/{SCORES_FILE}"
     missing = [r for r in (rel_result, rel_scores) if r not in files]
@@ -292,6 +301,7 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
             v.error(rel_result, f"method.{key}", f"is {getattr(result.method, key)!r}, the submission's is "
                     f"{meta['method'][key]!r}", REGENERATE)
     _check_provenance(v, rel_result, result, meta)
+    _check_seeds(v, rel_result, result, protocol)
     roles = {source: "id", **{t: "ood" for t in protocol.targets_of(source)}}
     if {k: e.role for k, e in result.eval_sets.items()} != roles:
         v.error(rel_result, "eval_sets", f"are {sorted(result.eval_sets)}, the protocol's for {source} are "
@@ -317,7 +327,27 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
             v.error(rel_result, fld, problem, "the numbers must be the ones the per-pair scores give; " + REGENERATE)
         if not problems:  # what the board's intervals are computed from (at most the declared pairs)
             v.pairs.append(cell_from_scores(result, as_rows(rows), rel_result))
+            if reference is not None:   # the protocol's test pairs, judged by the protocol's teacher
+                from bench.submissions.reference import check_cell
+
+                check_cell(v, reference, v.pairs[-1])
     return result
+
+
+def _check_seeds(v: Validation, rel: str, result: CellResult, protocol: ProtocolSpec) -> None:
+    """Every derived seed is the one the code derives from the cell's seed (bench.data.stage_seed): a
+    seed is never chosen, so an edited one is a cell no rerun reproduces. A harness-trained cell records
+    the teacher's and the student's stages, a student trained elsewhere (bench evaluate) the teacher's."""
+    stages = TEACHER_STAGES if result.external is not None else TEACHER_STAGES + STUDENT_STAGES
+    if set(result.derived_seeds) != set(stages):
+        v.error(rel, "derived_seeds", f"names the stages {sorted(result.derived_seeds)}; a cell's are {sorted(stages)}",
+                REGENERATE)
+    for stage in stages:
+        derived = stage_seed(protocol, result.seed, result.source, stage, result.replicate)
+        if stage in result.derived_seeds and result.derived_seeds[stage] != derived:
+            v.error(rel, f"derived_seeds.{stage}", f"is {result.derived_seeds[stage]}, but seed {result.seed} of "
+                    f"{result.source}{f' (replicate {result.replicate})' if result.replicate else ''} derives "
+                    f"{derived} (bench.data.stage_seed): seeds are derived, never chosen", REGENERATE)
 
 
 def _check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -> None:
@@ -336,6 +366,9 @@ def _check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -
                     REGENERATE)
         if labels.kind != result.method.labels:
             v.error(rel, "labels.kind", f"is {labels.kind!r}, but method.labels is {result.method.labels!r}", REGENERATE)
+    if result.external is None and result.method.trains and result.student.get("trained_on", {}).get("loop_runs") == 0:
+        v.warn(rel, "student.trained_on", "the method never ran the harness's training loop, so what its student "
+               "trained on (half B, by the loop's check) is not known", "train through train(...), as methods/api.py says")
     external, marked = result.external, meta.get("external")
     if (external is not None) != (marked is not None):
         v.error(rel, "external", "the cell's student was trained outside the harness but the submission is not marked "
@@ -362,6 +395,32 @@ def _check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -
                 "another teacher's)", "train on this cell's bench labels output and evaluate that checkpoint")
 
 
+def _check_method_source(v: Validation, files: dict[str, int]) -> None:
+    """A submission of a method that is not built in (a method file, an installed package's) carries its
+    source (METHOD_SOURCE_FILE), the file every cell records the sha256 of, so that a reviewer can read what
+    trained its students (the harness cannot stop a method's code from reading a test split; the training
+    loop checks what it trains on: ``student.trained_on``). It is hashed, never imported or run."""
+    kinds = {cell.method.origin.get("kind") for cell in v.cells}
+    needed, carried = bool(kinds - {"built-in", "external"}), METHOD_SOURCE_FILE in files
+    if needed and not carried:
+        v.error(METHOD_SOURCE_FILE, "", f"is missing: the method is not built in (its origin: {', '.join(sorted(map(str, kinds)))}), "
+                "and a submission of such a method carries its source for a reviewer to read",
+                "rerun the cells with this version of shiftbench, which keeps the source beside the results, then "
+                + REGENERATE)
+    elif carried and not needed:
+        v.error(METHOD_SOURCE_FILE, "", "is not part of a submission of a built-in method", "remove it")
+    elif carried and files[METHOD_SOURCE_FILE] > limits.MAX_SOURCE_BYTES:
+        v.error(METHOD_SOURCE_FILE, "", f"{files[METHOD_SOURCE_FILE]} bytes, over the limit of {limits.MAX_SOURCE_BYTES}",
+                "a method is one short file: " + REGENERATE)
+    elif carried:
+        digest = sha256_file(v.folder / METHOD_SOURCE_FILE)
+        for cell in v.cells:
+            if cell.method.origin.get("sha256") != digest:
+                v.error(f"{cell_folder(cell.seed, cell.source)}/{RESULT_FILE}", "method.origin.sha256",
+                        f"is not the sha256 of the submission's {METHOD_SOURCE_FILE}: the cell ran other code than the "
+                        "source the submission carries", REGENERATE)
+
+
 def _in_time(v: Validation, started: float, budget: float | None, doing: str) -> None:
     """Stop (an error, not a hang) once validation has run ``budget`` seconds: the leaderboard checks
     uploads in its own process. Checked between cells, so one cell's time is bounded by its rows."""
@@ -373,7 +432,22 @@ def _in_time(v: Validation, started: float, budget: float | None, doing: str) ->
         raise _Stop
 
 
-def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -> None:
+def _reference(v: Validation, protocol: ProtocolSpec, models: str, references: Path | None
+               ) -> reference_teacher.Reference | None:
+    """What a submission's test pairs and teacher are checked against (bench.submissions.reference): the
+    committed reference of its protocol x model pair, else its generated test splits, else nothing."""
+    from bench.submissions import reference as reference_teacher
+
+    try:
+        found = reference_teacher.committed(protocol, models, references)
+    except ValueError as error:   # a reference of another protocol version or format
+        v.error(SUBMISSION_FILE, "protocol", str(error), "update shiftbench, or rebuild the reference")
+        return None
+    return found or reference_teacher.generated(protocol)
+
+
+def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
+           references: Path | None = REFERENCES) -> None:
     started = time.monotonic()
     files = _inventory(v)
     parsed = _read_json(v, v.folder, SUBMISSION_FILE, SubmissionFile)
@@ -399,6 +473,7 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -
                 f"the harness is marked {EXTERNAL_NOTE!r}", REGENERATE)
     protocol = _check_protocol(v, meta, protocols)
     _check_models(v, meta, model_pairs)
+    reference = _reference(v, protocol, meta["models"]["name"], references)
 
     listed: dict[tuple[int, str], dict] = {}
     for i, ref in enumerate(meta["cells"]):
@@ -425,10 +500,11 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -
 
     for i, key in enumerate(sorted(listed, key=lambda k: (k[0], protocol.datasets.index(k[1])))):
         _in_time(v, started, budget, f"cell {i + 1} of {len(listed)} (seed {key[0]}, {key[1]})")
-        result = _check_cell(v, meta, protocol, listed[key], files)
+        result = _check_cell(v, meta, protocol, listed[key], files, reference)
         if result is not None:
             v.cells.append(result)
 
+    _check_method_source(v, files)
     if len(v.cells) == len(listed) and v.cells:
         summary = submission_summary(v.cells)
         if set(meta["summary"]) != set(summary):
@@ -438,7 +514,15 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None) -
             if not _close(meta["summary"].get(name), value):
                 v.error(SUBMISSION_FILE, f"summary.{name}", f"is {meta['summary'].get(name)} but the cells give "
                         f"{value}", REGENERATE)
-        if len(v.pairs) == len(v.cells):   # every cell recomputed: so can its intervals
+        from bench.submissions.reference import PAIRS_FIX, from_cells
+
+        try:   # every cell scores one test split per eval set (the reference checked them, where there is one)
+            from_cells(v.pairs, meta["protocol"], meta["models"]["name"], "this submission")
+            one_split = True
+        except ValueError as error:
+            v.error(SUBMISSION_FILE, "cells", str(error), PAIRS_FIX)
+            one_split = False
+        if len(v.pairs) == len(v.cells) and one_split:   # every cell recomputed: so can its intervals
             _in_time(v, started, budget, "the intervals")
             _check_intervals(v, meta["intervals"], submission_intervals(v.pairs))
         if meta["code_version"] != code_version(v.cells):
@@ -465,13 +549,15 @@ def _check_intervals(v: Validation, stored: dict, recomputed: dict) -> None:
 
 def validate_submission(folder: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
                         model_pairs: Mapping[str, ModelPairSpec] | None = None,
-                        time_budget_s: float | None = None) -> Validation:
+                        time_budget_s: float | None = None,
+                        references: Path | None = REFERENCES) -> Validation:
     """Check one submission folder. ``protocols`` / ``model_pairs`` add specs to the registries' (tests).
     ``time_budget_s``: stop with an error after this long (checked between cells; the leaderboard
-    passes limits.UPLOAD_TIME_BUDGET_S for uploads, bench validate none)."""
+    passes limits.UPLOAD_TIME_BUDGET_S for uploads, bench validate none). ``references``: the folder of
+    committed reference teachers (bench.submissions.reference; None: none, to build one)."""
     v = Validation(Path(folder))
     try:
-        _check(v, protocols, model_pairs, time_budget_s)
+        _check(v, protocols, model_pairs, time_budget_s, references)
     except _Stop:
         pass
     except (OSError, KeyError, TypeError, ValueError) as error:  # malformed beyond what the schema says

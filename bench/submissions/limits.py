@@ -13,6 +13,9 @@ from pathlib import Path
 SCHEMA_VERSION = 2   # 2: intervals and the misfit in the summary
 KIND = "shiftbench-submission"
 SUBMISSION_FILE = "submission.json"
+# The committed reference teachers every submission of their protocol x model pair is checked against
+# (bench.submissions.reference).
+REFERENCES = Path(__file__).with_name("references")
 
 # Limits, checked before reading: a submission of the real protocol is a few MB.
 MAX_SUBMISSION_BYTES = 50 * 2**20      # all files of one submission on disk (or in an upload)
@@ -21,6 +24,7 @@ MAX_SCORES_BYTES = 64 * 2**20          # one scores file, decompressed
 MAX_SCORES_LINE_BYTES = 4096           # one line of a scores file (a real one is under 200 bytes)
 MAX_PAIRS_PER_EVAL_SET = 100_000       # n_pairs of one eval set; the protocol's test_size bounds it first (1,000 for the real one)
 MAX_FILES = 5000
+MAX_SOURCE_BYTES = 2**20               # the method's source a submission of a method that is not built in carries
 MAX_TEXT_CHARS = 4000                  # one string field
 MAX_ERRORS_PER_KIND = 10               # bad lines of one kind reported per scores file, then "and N more lines like these"
 MAX_ERRORS_PER_FILE = 50               # problems kept per file, then "and N more problems in this file"
@@ -81,6 +85,9 @@ def unsafe_text(text: str, markup_ok: bool = False) -> str | None:
     return _UNSAFE_KINDS[kind] + shown
 CELL_FILE_RE = re.compile(r"cells/seed(\d+)/([A-Za-z0-9][A-Za-z0-9._+=-]*)/(result\.json|scores\.csv\.gz)")
 REGENERATE = "regenerate the submission with `bench submit` from the run's results"
+# A string that is a folder of the machine a submission was made on: absolute (/..., C:\...) or ~-prefixed.
+# A result records file names and hub ids, never such paths (commands are made public by bench submit).
+LOCAL_PATH_RE = re.compile(r"(?:/[^\s/]|~[\w.-]*/|[A-Za-z]:[\\/])")
 
 
 def cell_folder(seed: int, source: str) -> str:

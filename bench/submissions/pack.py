@@ -11,7 +11,8 @@ from typing import Mapping
 
 from bench.errors import BenchError
 from bench.io import atomic_write_json, sha256_file, staged_folder
-from bench.results import EXTERNAL_NOTE, RESULT_FILE, SCORES_FILE, CellResult, load_cell, params_slug
+from bench.results import (EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCORES_FILE, CellResult, load_cell,
+                           params_slug)
 from bench.specs import ModelPairSpec, ProtocolSpec
 from bench.submissions.check import validate_submission
 from bench.submissions.commands import public_command
@@ -89,6 +90,38 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
     return chosen, problems
 
 
+def _one_test_split(chosen: dict, destination: Path) -> list[str]:
+    """A submission's cells score one test split per eval set (its intervals pair them pair by pair):
+    the cell that does not, named, with what to do; empty when they do."""
+    from bench.submissions.reference import from_cells
+
+    try:
+        from_cells(load_cells(folder for folder, _ in chosen.values()), {}, "", str(destination))
+    except ValueError as error:
+        return [f"{error}: the cells were run on different test splits (another --cap-test, --data-dir or version "
+                "of the data); rerun them with one setting, or give the results folder of one run"]
+    return []
+
+
+def _method_source(chosen: dict) -> tuple[bytes | None, list[str]]:
+    """The source of a method that is not built in, which its submission carries (METHOD_SOURCE_FILE): the
+    copy each cell's folder keeps, which must be the file every cell's result records the sha256 of. None
+    for a built-in method (or a student trained elsewhere); the problems, if any."""
+    origins = [(folder, result.method.origin) for folder, result in chosen.values()]
+    if all(origin.get("kind") in ("built-in", "external") for _, origin in origins):
+        return None, []
+    digests = {origin.get("sha256") for _, origin in origins}
+    if len(digests) > 1:
+        return None, [f"its cells ran {len(digests)} versions of the method's file: rerun them with one"]
+    for folder, origin in origins:
+        copy = folder / METHOD_SOURCE_FILE
+        if not copy.is_file() or sha256_file(copy) != origin.get("sha256"):
+            return None, [f"{folder} holds no copy of the method's source ({origin.get('file') or origin.get('module')}) "
+                          "with the sha256 its result records, which a submission of a method that is not built in "
+                          "carries for a reviewer to read: rerun the cell with this version of shiftbench"]
+    return copy.read_bytes(), []
+
+
 def _pack_result(cell_dir: Path, result: CellResult, target: Path) -> CellResult:
     """The cell's result.json as the submission holds it: the run's, with its command made public
     (a byte copy where there is nothing to replace). Returns what was written."""
@@ -152,12 +185,20 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
         if destination.exists() and not force:
             problems.append(f"{destination} exists; pass --force to replace it")
         plans.append((chosen, protocol, destination))
+    sources = []
+    for chosen, protocol, destination in plans:
+        problems += _one_test_split(chosen, destination)
+        source, missing = _method_source(chosen)
+        sources.append(source)
+        problems += [f"{destination}: {p}" for p in missing]
     if problems:
         raise BenchError("nothing submitted:\n  " + "\n  ".join(problems))
     written = []
-    for chosen, protocol, destination in plans:
-        with staged_folder(destination) as staging:
+    for (chosen, protocol, destination), source in zip(plans, sources):
+        with staged_folder(destination, "submissions folder (--out)") as staging:
             _write(chosen, protocol, staging, submitter, command)
+            if source is not None:
+                (staging / METHOD_SOURCE_FILE).write_bytes(source)
             check = validate_submission(staging, protocols, model_pairs)
             if not check.ok:
                 raise BenchError(f"the submission for {destination} does not validate:\n  " +

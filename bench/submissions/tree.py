@@ -1,6 +1,7 @@
 """Many submissions at once (``validate_tree``): finding them under a root, and what only shows
-across them -- duplicates, folders not at ``<protocol>/<models>/<slug>``, and submissions that
-disagree on the teacher of a cell or on the labels one teacher gave."""
+across them -- duplicates, folders not at ``<protocol>/<models>/<slug>``, a teacher that is not the
+reference submission's (``check_teachers``), and submissions that disagree on the teacher of a cell or
+on the labels one teacher gave."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,9 @@ from typing import Callable, Mapping
 
 from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
-from bench.submissions.limits import SUBMISSION_FILE, Validation
+from bench.submissions.limits import REFERENCES, SUBMISSION_FILE, Validation
+
+BASELINE = "naive"   # the reference submission whose teacher is every other's, where none is committed
 
 
 def find_submissions(root: Path) -> list[Path]:
@@ -69,6 +72,39 @@ def label_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]
             for (_, models, seed, source, teacher, _), by_digest in _disagreements(validations, digests)]
 
 
+def check_teachers(validations: list[Validation], beside: list[Validation] = (),
+                   references: Path | None = REFERENCES) -> None:
+    """The teacher of each of ``validations`` against its protocol x model pair's reference teacher
+    (bench.submissions.reference): a committed one is checked by validate_submission already; else the
+    valid naive submission among ``beside`` (the board's) and ``validations`` is the reference of the
+    others, refused where their test pairs or teacher's verdicts differ from it. Without either, a
+    warning says the teacher is not checked."""
+    from bench.submissions import reference as reference_teacher
+
+    naive: dict[tuple[str, str], Validation] = {}
+    for v in (*beside, *validations):
+        s = v.submission
+        if v.ok and s and s["slug"] == BASELINE and v.pairs and len(v.pairs) == len(v.cells):
+            naive.setdefault((s["protocol"]["name"], s["models"]["name"]), v)
+    for v in validations:
+        s = v.submission
+        if s is None or not v.pairs:
+            continue
+        key = (s["protocol"]["name"], s["models"]["name"])
+        if references is not None and reference_teacher.path_of(*key, references).is_file():
+            continue
+        base = naive.get(key)
+        if base is None or base is v:
+            v.warn(".", "teacher", f"no reference teacher for {'/'.join(key)}: this submission's teacher is not checked "
+                   "against one (a naive submission of the protocol and model pair, or a committed reference)",
+                   "validate it beside the reference submission of naive (bench validate on their common folder)")
+            continue
+        reference = reference_teacher.from_cells(base.pairs, base.submission["protocol"], key[1],
+                                                 f"the submission {base.key}")
+        for cell in v.pairs:
+            reference_teacher.check_cell(v, reference, cell)
+
+
 def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
                   model_pairs: Mapping[str, ModelPairSpec] | None = None,
                   validate: Callable[..., Validation] = validate_submission) -> list[Validation]:
@@ -95,6 +131,7 @@ def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = Non
                     "and protocol", "keep one of them")
         else:
             first[identity] = v
+    check_teachers(validations)
     conflicts, disagreeing = teacher_conflicts(validations), label_conflicts(validations)
     for v in validations:
         for conflict, keys in conflicts:

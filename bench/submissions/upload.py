@@ -16,11 +16,13 @@ from pathlib import Path
 
 from bench.errors import BenchError
 from bench.report import fmt
+from bench.results import METHOD_SOURCE_FILE
 from bench.submissions import limits
 from bench.submissions.limits import CELL_FILE_RE, SUBMISSION_FILE
 
 REZIP = "zip the submission folder again (python -m zipfile -c sub.zip FOLDER/)"
-LAYOUT = "submission.json and cells/seed<N>/<source>/{result.json,scores.csv.gz} only"
+LAYOUT = ("submission.json, cells/seed<N>/<source>/{result.json,scores.csv.gz} and, for a method that is not built "
+          f"in, {METHOD_SOURCE_FILE} only")
 
 
 def size_text(n: int) -> str:
@@ -77,7 +79,7 @@ def extract_upload(archive: Path, dest: Path) -> Path:
             if stat.S_ISLNK(info.external_attr >> 16):
                 raise BenchError(f"the upload holds a link, {name[:100]!r}; a submission holds only files")
             rel = name[len(prefix):] if name.startswith(prefix) else None
-            if rel is None or (rel != SUBMISSION_FILE and not CELL_FILE_RE.fullmatch(rel)):
+            if rel is None or (rel not in (SUBMISSION_FILE, METHOD_SOURCE_FILE) and not CELL_FILE_RE.fullmatch(rel)):
                 raise BenchError(f"the upload holds {name[:100]!r}, which is not part of a submission ({LAYOUT}, "
                                  f"here under {prefix or 'the top of the archive'!r}); remove it and {REZIP}")
             if rel in seen:
