@@ -88,7 +88,7 @@ def split_group(value: str | None) -> tuple[str | None, str | None]:
 
 def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping | None = None,
               cache_dir: Path | None = None) -> gr.Blocks:
-    state = {"board": load_board(root, protocols, model_pairs, cache_dir)}
+    state = {"board": load_board(root, protocols, model_pairs, cache_dir), "tables": {}}
 
     def board() -> Board:
         return state["board"]
@@ -97,7 +97,12 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
         return figures.colours(sorted(board().by_key))
 
     def group_table(group, category=ALL, source=ALL, validated_only=False) -> pd.DataFrame:
-        return ranking(board(), *split_group(group), category, source, "", validated_only)
+        """The ranking of a group under the filters, computed once per board (a page load asks for it four
+        times: the ranking, both pickers and the heatmaps' default)."""
+        key = (group, category, source, bool(validated_only))
+        if key not in state["tables"]:
+            state["tables"][key] = ranking(board(), *split_group(group), category, source, "", validated_only)
+        return state["tables"][key]
 
     def ranking_view(group, category, source, validated_only, columns):
         protocol, models = split_group(group)
@@ -286,7 +291,7 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
                                                         show_progress="hidden"))
 
         def do_reload(current):
-            state["board"] = load_board(root, protocols, model_pairs, cache_dir)
+            state["board"], state["tables"] = load_board(root, protocols, model_pairs, cache_dir), {}
             choices = group_choices(board())
             value = current if current in {v for _, v in choices} else (choices[0][1] if choices else None)
             return (gr.Radio(choices=choices, value=value),

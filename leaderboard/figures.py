@@ -76,9 +76,9 @@ def heatmaps(tables: dict[str, dict[str, pd.DataFrame]], metric: str, limit: flo
     cols = min(len(panels), categories if narrow else 2 * categories)
     rows = math.ceil(len(panels) / cols)
     n = max(t.shape[0] for _, _, t in panels)
-    width = NARROW_WIDTH if narrow else 0.9 + cols * (0.9 + 0.55 * n)
-    fig = Figure(figsize=(width, 0.9 + rows * (1.1 + 0.42 * n) * (width / (0.9 + cols * (0.9 + 0.55 * n)))),
-                 layout="constrained")
+    wide = 0.9 + cols * (0.9 + 0.55 * n)           # inches that give every n x n panel room for its numbers
+    scale = NARROW_WIDTH / wide if narrow else 1.0  # a phone's picture: the same layout, drawn narrower
+    fig = Figure(figsize=(wide * scale, 0.9 + rows * (1.1 + 0.42 * n) * scale), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     image = None
     for i, (ax, (title, category, table)) in enumerate(zip(axes, panels)):
@@ -95,7 +95,7 @@ def heatmaps(tables: dict[str, dict[str, pd.DataFrame]], metric: str, limit: flo
     fig.colorbar(image, ax=list(axes[:len(panels)]), location="bottom" if narrow else "right", shrink=0.8,
                  extend="both" if beyond else "neither",
                  label=f"{METRICS.get(metric, metric)} (points), one scale for all panels"
-                       + (f"; beyond ±{limit:.0f} it saturates" if beyond else ""))
+                       + (f", saturated beyond ±{limit:.0f}" if beyond else ""))
     return fig
 
 
