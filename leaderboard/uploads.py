@@ -58,8 +58,8 @@ def _listed(label: str, problems: list[Problem]) -> list[str]:
 def upload_report(validation: Validation, upload_name: str, repository: str = "") -> str:
     kinds = len(problem_kinds(validation.errors))
     lines = [f"{upload_name}: " + ("VALID — passes bench validate" if validation.ok else
-                                   f"REJECTED — {len(validation.errors):,} problem(s) of {kinds} kind(s), "
-                                   "the submission's own first")]
+                                   f"REJECTED — {len(validation.errors):,} problem(s)"
+                                   + (f" of {kinds} kinds, the submission's own first" if kinds > 1 else ""))]
     lines += _listed("error", validation.errors) + _listed("warning", validation.warnings)
     if validation.ok:
         where = f" at {repository}" if repository else ""

@@ -639,7 +639,7 @@ def test_problems_are_grouped_by_kind_structural_first_and_capped():
     kinds = uploads.problem_kinds(found.errors)
     assert [len(k) for k in kinds] == [1, 40, 1] and kinds[0][0].file == "submission.json"
     lines = uploads.upload_report(found, "big.zip").splitlines()
-    assert lines[0] == "big.zip: REJECTED — 42 problem(s) of 3 kind(s), the submission's own first"
+    assert lines[0] == "big.zip: REJECTED — 42 problem(s) of 3 kinds, the submission's own first"
     assert lines[1].startswith("  error: submission.json: files: lists 42 files")
     assert "    … and 37 more like it" in lines and len(lines) == 1 + 1 + 3 + 1 + 1
     many = Validation(Path("x"), errors=[Problem(f"f{i}.json", "", f"kind {chr(65 + i)}", "fix") for i in range(12)])
