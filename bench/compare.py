@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.errors import BenchError
+from bench.report import fmt
 from bench.stats import Board, Cell, cell_from_scores
 
 BASELINE = "naive"
@@ -24,10 +25,11 @@ CEILING = "ceiling"
 
 
 def interval_text(low: float, high: float) -> str:
-    """``[+1.2, +3.4]``; blank where the interval does not exist (one seed)."""
+    """``[+1.2, +3.4]`` in the one number format (``bench.report.fmt``: never ``-0.0``); blank where the
+    interval does not exist (one seed)."""
     if math.isnan(low) or math.isnan(high):
         return ""
-    return f"[{low:+.1f}, {high:+.1f}]"
+    return f"[{fmt(low, signed=True)}, {fmt(high, signed=True)}]"
 
 
 def cells_under(*roots: Path) -> dict[tuple[str, str], list[Cell]]:

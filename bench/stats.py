@@ -19,7 +19,6 @@ the t-interval mean ± t(0.975, S-1) sd / sqrt(S) of the S per-seed differences.
 """
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 import math
 from dataclasses import asdict, dataclass
@@ -394,9 +393,16 @@ class Board:
             f"{k}={v}" for k, v in (("category", category), ("source", source)) if v is not None)
         return scope, mask
 
-    @functools.lru_cache(maxsize=32)
     def _values(self, category: str | None, source: str | None, boot: bool) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """metric -> (per-seed means (M, K, B, J), replicate values (M, B))."""
+        """metric -> (per-seed means (M, K, B, J), replicate values (M, B)), kept on the board (a cache on
+        the method would keep every board it saw alive: a server that builds one per upload grew by GBs)."""
+        cached = self.__dict__.setdefault("_values_cache", {})
+        if (category, source, boot) not in cached:
+            cached[category, source, boot] = self._compute_values(category, source, boot)
+        return cached[category, source, boot]
+
+    def _compute_values(self, category: str | None, source: str | None, boot: bool
+                        ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         acc, draws = self._acc[boot], (self.resamples if boot else self._point).seeds_drawn
         _, mask = self._scope(category, source)
         rc, re = self._row_cell[mask], self._row_eval[mask]

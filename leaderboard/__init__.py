@@ -1,4 +1,11 @@
-"""The ShiftBench leaderboard: ``core`` turns a submissions folder into DataFrames and decides how they
-are shown (no web code), ``cache`` keeps each submission's validation outcome by its files' checksums,
-``figures`` draws the pictures, ``render`` turns the ranking into HTML, ``app`` serves it all with
-Gradio and ``static`` writes a static page."""
+"""The ShiftBench leaderboard, one job per module:
+
+- ``board``: load and validate the submissions (``cache`` keeps each one's outcome by its files'
+  checksums), their cells, groups (protocol x model pair), filters and decisions (``bench.compare``'s);
+- ``ranking``: a group's ranking table and its verdict in one line;
+- ``columns``: the columns, their definitions, the one number format, the view every renderer shows;
+- ``links``: paper and source-code links;  ``context``: what was run, in words;
+- ``cards``: the protocol and model-pair cards and About;
+- ``plots``: the numbers behind the pictures;  ``figures``: the pictures;
+- ``render``: HTML (jinja2, autoescape);  ``uploads``: the Submit tab's checks;
+- ``app``: the Gradio app;  ``static``: the static page;  ``core``: the public API, gathered."""

@@ -1,13 +1,16 @@
-"""The leaderboard's pictures, drawn with matplotlib from ``leaderboard.core``'s DataFrames. Shared by
+"""The leaderboard's pictures, drawn with matplotlib from ``leaderboard.plots``' DataFrames. Shared by
 the Gradio app (``gr.Plot`` takes a Figure) and the static page (saved as SVG). No pyplot: figures
 are plain objects, safe to make from several server threads.
 
-Pictures that compare: every heatmap of a board uses one colour scale centred on 0 (the caller passes
-its limit, ``core.color_limit``), each submission keeps one colour in every picture (``colours``),
-and points and lines carry the board's 95% intervals and the naive reference where they exist."""
+Pictures that compare: every heatmap of a group uses one colour scale centred on 0 (the caller passes
+its limit, ``plots.color_limit``), each submission keeps one colour in every picture (``colours``),
+and the ablation draws the interval that decides on this board. Each picture has a wide layout and a
+``narrow`` one (panels stacked, one column), drawn at the size a phone shows it, so its text stays
+readable there."""
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib
 
@@ -17,7 +20,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from bench.report import fmt  # noqa: E402
-from leaderboard.core import METRICS, Sweep, varying_params  # noqa: E402
+from leaderboard.board import METRICS  # noqa: E402
+from leaderboard.plots import Sweep, varying_params  # noqa: E402
 
 # Twelve colours told apart at a glance (tab10 without its grey, which marks what is not highlighted,
 # plus black, navy and gold), and markers, so that (colour, marker) stays unique past twelve series.
@@ -26,6 +30,7 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 MARKERS = "oDs^vP"
 MUTED = "#c4c4c4"
 CMAP = "RdBu"   # red below 0 (the student lost to its teacher), blue above
+NARROW_WIDTH = 4.2   # inches: a phone shows a picture about 360 px wide, so text drawn at this width stays legible
 
 
 def label(text: object) -> str:
@@ -35,13 +40,13 @@ def label(text: object) -> str:
 
 def empty(message: str) -> Figure:
     fig = Figure(figsize=(6, 1.5))
-    fig.text(0.5, 0.5, label(message), ha="center", va="center")
+    fig.text(0.5, 0.5, label(textwrap.fill(message, 70)), ha="center", va="center")
     return fig
 
 
 def colours(keys: list[str]) -> dict[str, tuple[str, str]]:
     """Submission key -> (colour, marker), by its place in ``keys`` (the whole board's, sorted), so a
-    submission looks the same in every picture whatever is filtered."""
+    submission looks the same in every picture whatever is shown."""
     return {key: (PALETTE[i % len(PALETTE)], MARKERS[(i // len(PALETTE)) % len(MARKERS)]) for i, key in enumerate(keys)}
 
 
@@ -49,56 +54,69 @@ def _draw_matrix(ax, table: pd.DataFrame, limit: float, title: str):
     values = table.to_numpy(dtype=float)
     image = ax.imshow(np.ma.masked_invalid(values), cmap=CMAP, vmin=-limit, vmax=limit, aspect="auto")
     ax.set_facecolor("#eeeeee")   # a source is not its own target: the diagonal is empty
-    ax.set_xticks(range(table.shape[1]), [label(c) for c in table.columns], rotation=35, ha="right", fontsize=8)
+    ax.set_xticks(range(table.shape[1]), [label(c) for c in table.columns], rotation=30, ha="right", fontsize=8)
     ax.set_yticks(range(table.shape[0]), [label(i) for i in table.index], fontsize=8)
     for (i, j), value in np.ndenumerate(values):
         if math.isfinite(value):
             ax.text(j, i, fmt(value, signed=True), ha="center", va="center", fontsize=8,
                     color="white" if abs(value) > 0.6 * limit else "black")
-    ax.set_title(label(title), fontsize=9)
+    ax.set_title(label(title), fontsize=8)
     return image
 
 
-def heatmaps(tables: dict[str, pd.DataFrame], metric: str, limit: float, per_row: int = 4) -> Figure:
-    """Source (rows) x target (columns) matrices of several submissions as a grid on one colour scale,
-    ``[-limit, +limit]`` points, with one colour bar: the same colour is the same number in every panel."""
-    tables = {title: t for title, t in tables.items() if not t.empty}
-    if not tables:
+def heatmaps(tables: dict[str, dict[str, pd.DataFrame]], metric: str, limit: float, narrow: bool = False) -> Figure:
+    """Per submission (rows of panels), its source x target matrix of each category (``plots.matrices``:
+    within a category, so no cross-category blanks), on one colour scale, ``[-limit, +limit]`` points,
+    with one colour bar: the same colour is the same number in every panel."""
+    panels = [(title, category, table) for title, blocks in tables.items() for category, table in blocks.items()
+              if not table.empty]
+    if not panels:
         return empty("no cells")
-    n, cols = len(tables), min(per_row, len(tables))
-    rows = math.ceil(n / cols)
-    shape = next(iter(tables.values())).shape
-    fig = Figure(figsize=(0.9 + cols * (0.75 + 0.5 * shape[1]), 0.8 + rows * (0.9 + 0.38 * shape[0])),
-                 layout="constrained")
+    categories = len({category for _, category, _ in panels})
+    cols = min(len(panels), categories if narrow else 2 * categories)
+    rows = math.ceil(len(panels) / cols)
+    n = max(t.shape[0] for _, _, t in panels)
+    wide = 0.9 + cols * (0.9 + 0.55 * n)           # inches that give every n x n panel room for its numbers
+    scale = NARROW_WIDTH / wide if narrow else 1.0  # a phone's picture: the same layout, drawn narrower
+    fig = Figure(figsize=(wide * scale, 0.9 + rows * (1.1 + 0.42 * n) * scale), layout="constrained")
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
     image = None
-    for i, (ax, (title, table)) in enumerate(zip(axes, tables.items())):
-        image = _draw_matrix(ax, table, limit, title)
-        if i % cols:
-            ax.set_yticklabels([])
-        if i // cols == rows - 1 or i + cols >= n:
-            ax.set_xlabel("target (OOD)", fontsize=8)
+    for i, (ax, (title, category, table)) in enumerate(zip(axes, panels)):
+        wrapped = textwrap.fill(title, 26 if narrow else 34)
+        image = _draw_matrix(ax, table, limit, f"{wrapped}\n{category}")
         if i % cols == 0:
             ax.set_ylabel("source (ID)", fontsize=8)
-    for ax in axes[n:]:
+        if i + cols >= len(panels):
+            ax.set_xlabel("target (OOD)", fontsize=8)
+    for ax in axes[len(panels):]:
         ax.set_visible(False)
-    values = np.concatenate([t.to_numpy(dtype=float).ravel() for t in tables.values()])
+    values = np.concatenate([t.to_numpy(dtype=float).ravel() for _, _, t in panels])
     beyond = np.nanmax(np.abs(values)) > limit if np.isfinite(values).any() else False
-    fig.colorbar(image, ax=list(axes[:n]), shrink=0.8 if rows > 1 else 1.0, extend="both" if beyond else "neither",
+    fig.colorbar(image, ax=list(axes[:len(panels)]), location="bottom" if narrow else "right", shrink=0.8,
+                 extend="both" if beyond else "neither",
                  label=f"{METRICS.get(metric, metric)} (points), one scale for all panels"
-                       + (f"; beyond ±{limit:.0f} it saturates" if beyond else ""))
+                       + (f", saturated beyond ±{limit:.0f}" if beyond else ""))
     return fig
 
 
-def id_vs_ood(table: pd.DataFrame, palette: dict[str, tuple[str, str]], highlight: list[str] | tuple = ()) -> Figure:
+def id_vs_ood(table: pd.DataFrame, palette: dict[str, tuple[str, str]], highlight: list[str] | tuple = (),
+              narrow: bool = False) -> Figure:
     """WRG (gain in distribution) against AOG (gain out of distribution), one point per submission and
     source -> target cell, one panel per category. On the diagonal the ID gain carries over; below
-    it, it does not. Highlighted submissions keep their colour, the others turn grey."""
+    it, it does not. Highlighted submissions keep their colour, the others turn grey. The legend goes
+    under the panels, in as many columns as fit, so it is never cut off."""
     if table.empty:
         return empty("no cells")
     categories = list(dict.fromkeys(table["category"]))
-    fig = Figure(figsize=(4.6 * len(categories) + 3.4, 4.8), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(categories), sharex=True, sharey=True, squeeze=False)).ravel()
+    shown_highlight = [k for k in highlight if k in set(table["submission"])]
+    keys = table["submission"].nunique()
+    ncol = 1 if narrow else max(1, min(3, len(categories) + 1))
+    legend_rows = math.ceil((keys + 2) / ncol)
+    size = (NARROW_WIDTH, 3.6 * len(categories) + 0.22 * legend_rows + 0.6) if narrow else \
+        (4.4 * len(categories) + 1.2, 4.4 + 0.2 * legend_rows)
+    fig = Figure(figsize=size, layout="constrained")
+    grid = (len(categories), 1) if narrow else (1, len(categories))
+    axes = np.atleast_1d(fig.subplots(*grid, sharex=True, sharey=True, squeeze=False)).ravel()
     low = min(table["wrg"].min(), table["aog"].min(), 0) - 2
     high = max(table["wrg"].max(), table["aog"].max(), 0) + 2
     handles = {}
@@ -107,13 +125,13 @@ def id_vs_ood(table: pd.DataFrame, palette: dict[str, tuple[str, str]], highligh
         for key, points in in_category.groupby("submission", sort=False):
             first = points.iloc[0]
             colour, marker = palette.get(key, (PALETTE[0], MARKERS[0]))
-            muted = bool(highlight) and key not in highlight
+            muted = bool(shown_highlight) and key not in shown_highlight
             name = first["method"] + (f" ({first['params']})" if first["params"] else "")
             name += "" if first["status"].endswith("validated") and "NOT" not in first["status"] else " NOT VALIDATED"
-            handle = ax.scatter(points["wrg"], points["aog"], marker=marker, s=22 if muted else 48,
+            handle = ax.scatter(points["wrg"], points["aog"], marker=marker, s=22 if muted else 44,
                                 color=MUTED if muted else colour, alpha=0.55 if muted else 0.9,
                                 edgecolors="none" if muted else "white", linewidths=0.5, zorder=1 if muted else 3,
-                                label=label(name))
+                                label=label(textwrap.shorten(name, 48, placeholder="…")))
             if not muted:
                 handles.setdefault(key, handle)
         ax.plot([low, high], [low, high], color="grey", linestyle="--", linewidth=1)
@@ -122,20 +140,23 @@ def id_vs_ood(table: pd.DataFrame, palette: dict[str, tuple[str, str]], highligh
         ax.set_xlim(low, high)
         ax.set_ylim(low, high)
         ax.set_title(f"category: {label(category)}", fontsize=10)
-        ax.set_xlabel("WRG: gain on the source (ID, points)")
-    axes[0].set_ylabel("AOG: gain on a sibling target (OOD, points)")
+        ax.set_xlabel("WRG: gain on the source (ID, points)", fontsize=9)
+        ax.set_ylabel("AOG: gain on a sibling (OOD, points)", fontsize=9)
     legend = list(handles.values())
-    if highlight:
+    if shown_highlight:
         legend.append(axes[0].scatter([], [], s=22, color=MUTED, label="others"))
     legend.append(axes[0].plot([], [], color="grey", linestyle="--", label="AOG = WRG (gain carries over)")[0])
-    fig.legend(handles=legend, fontsize=8, loc="outside right upper")
+    fig.legend(handles=legend, fontsize=8, loc="outside lower center", ncol=ncol, frameon=False)
+    if highlight and not shown_highlight:
+        fig.suptitle("none of the highlighted submissions is in this group: every point is shown", fontsize=9)
     return fig
 
 
-def ablation(sweep: Sweep, title: str, palette: dict[str, tuple[str, str]] | None = None) -> Figure:
-    """NTS, AOG and WRG against the swept param (log axis when it spans a decade or more), one line
-    per setting of the other params that vary, each point with its bootstrap 95% interval; naive on the
-    same cells as a dashed line with its interval shaded (for ANCHOR, λ = 0 is naive)."""
+def ablation(sweep: Sweep, title: str, narrow: bool = False) -> Figure:
+    """NTS, AOG and WRG against the swept param (log axis when it spans a decade or more), one line per
+    setting of the other params that vary. Each point's bar is the interval that decides on this board
+    (``plots.ablations``: naive's value plus the t 95% interval over the seeds of the paired difference),
+    so a bar that crosses naive's dashed line is a difference that is not decided."""
     table = sweep.table
     varying = varying_params(table)
     numeric = [c for c in varying if pd.to_numeric(table[c], errors="coerce").notna().all()]
@@ -143,8 +164,8 @@ def ablation(sweep: Sweep, title: str, palette: dict[str, tuple[str, str]] | Non
         return empty("no numeric parameter varies; see the table")
     x, series = numeric[0], [c for c in varying if c != numeric[0]]
     data = table.assign(_x=pd.to_numeric(table[x])).sort_values("_x")
-    fig = Figure(figsize=(11, 3.6), layout="constrained")
-    axes = fig.subplots(1, 3, sharex=True)
+    fig = Figure(figsize=(NARROW_WIDTH, 8.4) if narrow else (11, 3.8), layout="constrained")
+    axes = fig.subplots(3, 1, sharex=True) if narrow else fig.subplots(1, 3, sharex=True)
     groups = data.groupby(series, sort=True) if series else [((), data)]
     for i, (values, rows) in enumerate(groups):
         values = values if isinstance(values, tuple) else (values,)
@@ -161,12 +182,11 @@ def ablation(sweep: Sweep, title: str, palette: dict[str, tuple[str, str]] | Non
             ax.set_xscale("log")
         ax.axhline(0, color="black", linewidth=0.6)
         if sweep.baseline is not None:
-            value, low, high = sweep.baseline[metric]
-            ax.axhline(value, color="grey", linestyle="--", linewidth=1.2, label="naive (95% interval shaded)")
-            if math.isfinite(low) and math.isfinite(high):
-                ax.axhspan(low, high, color="grey", alpha=0.15, linewidth=0)
+            ax.axhline(sweep.baseline[metric], color="grey", linestyle="--", linewidth=1.2, label="naive")
         ax.set_xlabel(label(x))
         ax.set_title(f"{metric} (points)", fontsize=10)
     axes[0].legend(fontsize=8)
-    fig.suptitle(label(title) + ": mean over cells and seeds, bars = bootstrap 95% interval", fontsize=10)
+    bars = ("bars: naive + the t 95% interval over seeds of the difference from naive; crossing the dashed line = "
+            "not decided") if sweep.baseline is not None else "no naive submission in this group: no interval decides"
+    fig.suptitle(label(textwrap.fill(f"{title}: mean over cells and seeds. {bars}", 60 if narrow else 140)), fontsize=9)
     return fig

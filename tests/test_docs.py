@@ -45,7 +45,7 @@ def test_the_results_table_is_the_boards_ranking(tmp_path):
     from leaderboard import core
 
     readme = (ROOT / "docs" / "results" / "mini-tiny.md").read_text()
-    header = "| rank | method | params | NTS | NTS 95% CI |"
+    header = "| rank | method | params | NTS | decided |"
     table = readme[readme.index(header):].split("\n\n", 1)[0]
     board = core.load_board(ROOT / "submissions", cache_dir=tmp_path)
     assert table == core.markdown(board, protocol="mini", models="tiny")

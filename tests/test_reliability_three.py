@@ -114,7 +114,7 @@ def validate_cli(folder: Path, capsys) -> tuple[int, str]:
 
 def upload(folder: Path, tmp_path: Path, board=None, runs=None) -> str:
     from leaderboard import core
-    from leaderboard.app import check_upload
+    from leaderboard.uploads import check_upload
 
     archive = zip_folder(folder, tmp_path / f"{folder.name}.zip")
     board = board or core.Board(tmp_path / "empty", [])

@@ -1,0 +1,183 @@
+"""The board's data: every submission under a folder, validated (``leaderboard.cache``), as one row per
+submission x seed x source -> target cell, its groups (protocol x model pair: only runs of one group are
+compared) and the filters that narrow the cells behind every number.
+
+Decisions come from the harness's one rule, ``bench.compare.decision_table`` (a difference from naive is
+decided when its t-interval over the per-seed differences excludes 0), over the same bootstrap
+(``bench.stats``) that ``bench report`` and ``bench compare`` use; the board adds no rule of its own.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from bench.compare import BASELINE, decision_table
+from bench.report import COLUMNS, cell_rows, params_text
+from bench.submissions.limits import Validation
+from bench.submissions.tree import teacher_conflicts
+
+# How a row of a method that is not built in is marked (method.origin.kind): its code is not the harness's,
+# so what it did is read in its source, which the submission carries (bench.results.METHOD_SOURCE_FILE).
+NOT_BUILT_IN = {kind: f"method from {what}, not built in: its source is in the submission (method_source.py)"
+                for kind, what in (("file", "a method file"), ("entry point", "an installed package"))}
+
+METRICS = {"nts": "NTS", "aog": "AOG", "wrg": "WRG"}
+ALL = "all"
+UPLOAD_PREFIX = "upload: "   # the key of an uploaded submission previewed on the board
+FILTERS = ("protocol", "models", "category", "source")
+
+
+@dataclass
+class Board:
+    """Every submission found under ``root``, validated; ``entries`` are those with cells to show."""
+
+    root: Path
+    validations: list[Validation]
+    conflicts: list[tuple[str, set[str]]] = field(default_factory=list)
+    _decisions: dict = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def entries(self) -> list[Validation]:
+        return [v for v in self.validations if v.submission is not None and v.cells and self._rows(v) is not None]
+
+    @cached_property
+    def unreadable(self) -> list[Validation]:
+        return [v for v in self.validations if v not in self.entries]
+
+    @cached_property
+    def by_key(self) -> dict[str, Validation]:
+        return {v.key: v for v in self.entries}
+
+    def _rows(self, v: Validation) -> pd.DataFrame | None:
+        try:
+            rows = cell_rows(v.cells)
+        except (KeyError, TypeError):  # a cell too broken to tabulate; validation has said why
+            return None
+        s = v.submission
+        status = "validated" if v.ok else f"NOT VALIDATED ({len(v.errors)} problems)"
+        if s.get("external"):   # students trained outside the harness (bench evaluate): say so wherever it shows
+            status += f"; {s['external']}"
+        kind = (s["method"].get("origin") or {}).get("kind") if isinstance(s["method"].get("origin"), dict) else None
+        if kind in NOT_BUILT_IN:   # code the harness does not ship: a reviewer reads its source in the submission
+            status += f"; {NOT_BUILT_IN[kind]}"
+        return rows.assign(submission=v.key, params=params_text(s["method"]["params"]), valid=v.ok, status=status,
+                           problem=str(v.errors[0]) if v.errors else "", submitter=s["submitter"])
+
+    @cached_property
+    def cells(self) -> pd.DataFrame:
+        """One row per submission x seed x source -> target cell."""
+        frames = [self._rows(v) for v in self.entries]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+            columns=["submission", "method", "params", "models", "protocol", "category", "seed", "source", "target",
+                     *COLUMNS, "misfit", "valid", "status", "problem", "submitter"])
+
+    @cached_property
+    def groups(self) -> list[tuple[str, str]]:
+        """The (protocol, model pair) groups, the one with the most submissions first (the board's default),
+        then by name."""
+        counts: dict[tuple[str, str], int] = {}
+        for v in self.entries:
+            group = group_of(v)
+            counts[group] = counts.get(group, 0) + 1
+        return sorted(counts, key=lambda g: (-counts[g], g))
+
+    def in_group(self, protocol: str, models: str) -> list[Validation]:
+        return [v for v in self.entries if group_of(v) == (protocol, models)]
+
+    def decisions(self, protocol: str, models: str, category: str | None = None, source: str | None = None
+                  ) -> dict[str, dict]:
+        """Per validated submission of a group (by its key): ``bench.compare.decision_table``'s row (NTS 95%
+        CI, rank 95%, Δ NTS vs naive with its intervals, decided), plus as numbers the same bootstrap's 95%
+        intervals of NTS, AOG and WRG (``ci``: metric -> (low, high)) and, against naive, each metric's Δ
+        (``delta``: metric -> (estimate, bootstrap low, high, t low, t high)). Empty when they cannot be
+        computed (submissions on different seeds or test pairs)."""
+        from bench.stats import Board as Bootstrap
+
+        key = (protocol, models, category, source)
+        if key not in self._decisions:
+            valid = [v for v in self.in_group(protocol, models) if v.ok]
+            slugs = {v.submission["slug"]: v.key for v in valid}
+            try:
+                boot = Bootstrap([c for v in valid for c in v.pairs])
+                table = decision_table(boot, category=category, source=source)
+            except ValueError:
+                self._decisions[key] = {}
+                return self._decisions[key]
+            found = {slugs[row.pop("method")]: row for row in table.to_dict("records")}
+            for slug, sub in slugs.items():
+                stats = boot.stats(slug, ceiling=None, category=category, source=source).metrics
+                found[sub]["ci"] = {m: (stats[m].low, stats[m].high) for m in METRICS}
+                if BASELINE in boot.methods and slug != BASELINE:
+                    deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
+                    found[sub]["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high)
+                                           for m, d in deltas.items() if m in METRICS}
+            self._decisions[key] = found
+        return self._decisions[key]
+
+    def with_entry(self, validation: Validation) -> "Board":
+        """The board as it would be with one more submission (an upload's preview): it takes the place
+        of the submission in its folder, ``<protocol>/<models>/<slug>``, as it would on merging."""
+        kept = [v for v in self.validations if v.key != location(validation)]
+        return Board(self.root, [*kept, validation], teacher_conflicts([*kept, validation]))
+
+
+NO_DELTA = (math.nan,) * 5
+
+
+def group_of(v: Validation) -> tuple[str, str]:
+    return v.submission["protocol"]["name"], v.submission["models"]["name"]
+
+
+def group_label(protocol: str, models: str) -> str:
+    """A group as the switcher names it: ``mini · tiny``."""
+    return f"{protocol} · {models}"
+
+
+def location(v: Validation) -> str:
+    """Where a submission belongs in a submissions root: ``<protocol>/<models>/<slug>``."""
+    s = v.submission
+    return f"{s['protocol']['name']}/{s['models']['name']}/{s['slug']}" if s else ""
+
+
+def title(v: Validation) -> str:
+    """A submission as a picture names it: method and params (``anchor lam=0.1, layers=last``), marked
+    when it does not validate."""
+    s = v.submission
+    params = params_text(s["method"]["params"])
+    return s["method"]["name"] + (f" {params}" if params else "") + ("" if v.ok else " (NOT VALIDATED)")
+
+
+def load_board(root: Path, protocols: Mapping | None = None, model_pairs: Mapping | None = None,
+               cache_dir: Path | None = None) -> Board:
+    """Validate every submission under ``root`` (``protocols`` / ``model_pairs`` add specs to the
+    registries), reusing the stored outcome of each submission whose files did not change
+    (``leaderboard.cache``; ``cache_dir`` defaults to $SHIFTBENCH_CACHE/leaderboard)."""
+    from leaderboard.cache import validate_tree
+
+    validations = validate_tree(Path(root), protocols, model_pairs, cache_dir) if Path(root).is_dir() else []
+    return Board(Path(root), validations, teacher_conflicts(validations))
+
+
+# --- filters ---------------------------------------------------------------------------------------------
+def choices(board: Board, protocol: str | None = None, models: str | None = None) -> dict[str, list[str]]:
+    """The values each filter can take (within a group when one is given), ``"all"`` first."""
+    cells = select(board.cells, protocol, models)
+    return {name: [ALL, *sorted(cells[name].astype(str).unique())] for name in FILTERS}
+
+
+def select(cells: pd.DataFrame, protocol: str | None = None, models: str | None = None, category: str | None = None,
+           source: str | None = None) -> pd.DataFrame:
+    for column, value in zip(FILTERS, (protocol, models, category, source)):
+        if value and value != ALL:
+            cells = cells[cells[column] == value]
+    return cells
+
+
+def scope(value: str | None) -> str | None:
+    """A filter's value as the bootstrap takes it: None for every cell."""
+    return None if value in (None, ALL) else value

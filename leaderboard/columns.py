@@ -1,0 +1,217 @@
+"""How the ranking is shown: its columns, their definitions and the one number format, for the app,
+the static page, the CSV and the markdown table alike (``shown`` makes the one view they render).
+
+Numbers are ``bench.report.fmt`` (one decimal, ``+`` on gains, never ``-0.0``) and intervals
+``bench.compare.interval_text``, the formats ``bench report`` and ``bench compare`` print.
+"""
+from __future__ import annotations
+
+import html
+import math
+import re
+from dataclasses import dataclass
+
+import pandas as pd
+
+from bench.compare import interval_text
+from bench.report import fmt
+from bench.stats import N_BOOT
+from leaderboard.board import ALL, METRICS, Board, group_label
+from leaderboard.links import MethodCode, paper_url, recorded_code
+from leaderboard.ranking import SEARCHED, ranking
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str          # the header
+    help: str          # its definition, shown under the table and on hover
+    number: bool       # right-aligned, sorted as a number
+    default: bool      # in the compact table; the rest are chosen by the reader
+
+
+_SPREAD = "± is the standard deviation of the per-seed means (each seed's mean over cells) across seeds; blank with one seed"
+_CI = (f"95% interval of the hierarchical bootstrap over seeds and test pairs ({N_BOOT:,} replicates, "
+       "docs/statistics.md); with three seeds it is narrower than the t-interval over seeds, so a difference is "
+       "decided only by the latter")
+BOARD_COLUMNS = [   # in the order they are shown; the compact default ones have default=True
+    Column("rank", "Rank by mean NTS within the protocol and model pair; 'ref' marks a reference row (teacher, "
+           "ceiling), '–' a submission that does not validate", False, True),
+    Column("method", "The W2S method; the link opens its paper, 'code' its source file ('code changed': this "
+           "checkout's file is not the one the submission ran)", False, True),
+    Column("params", "The method's parameters", False, True),
+    Column("NTS", "Net transfer score, in accuracy points: AOG − max(0, Acc_teacher(S) − Acc_student(S)), mean over "
+           "every source S → target T cell and seed. The ranking's key", True, True),
+    Column("decided", "'better' or 'worse' than naive when the t 95% interval of Δ NTS vs naive over the seeds "
+           "excludes 0, else 'no' (with three seeds the bootstrap alone is too optimistic: docs/statistics.md)",
+           False, True),
+    Column("Δ NTS vs naive", "NTS − naive's NTS, paired: same seeds, teacher and test pairs", True, True),
+    Column("Δ t 95% (seeds)", "t 95% interval over the per-seed differences of Δ NTS vs naive: the interval that "
+           "decides", True, True),
+    Column("Δ 95% CI", "Bootstrap 95% interval of Δ NTS vs naive", True, False),
+    Column("NTS 95% CI", "NTS's " + _CI, True, True),
+    Column("NTS ±", "NTS spread: " + _SPREAD, True, False),
+    Column("rank 95%", "Range of the method's rank over the bootstrap replicates (the ceiling is not ranked)", False, True),
+    Column("AOG", "Gain out of distribution, points: Acc_student(T) − Acc_teacher(T) on a sibling target T, mean "
+           "over cells and seeds", True, True),
+    Column("AOG 95% CI", "AOG's " + _CI, True, False),
+    Column("AOG ±", "AOG spread: " + _SPREAD, True, False),
+    Column("WRG", "Weak-to-strong gain in distribution, points: Acc_student(S) − Acc_teacher(S) on the source's "
+           "own test split, mean over cells and seeds", True, True),
+    Column("WRG 95% CI", "WRG's " + _CI, True, False),
+    Column("WRG ±", "WRG spread: " + _SPREAD, True, False),
+    Column("PGR ID %", "Performance gap recovered in distribution: WRG / WRG(ceiling), in %. Blank (hover for why) "
+           "when the ceiling's own WRG is not told apart from 0", True, False),
+    Column("PGR OOD %", "Performance gap recovered out of distribution: AOG / AOG(ceiling), in %. Blank (hover for "
+           "why) when the ceiling's own AOG is not told apart from 0", True, False),
+    Column("ID acc", "The student's accuracy on its source's test split, % of pairs where r(chosen) > r(rejected) "
+           "(a tie counts ½)", True, True),
+    Column("OOD acc", "The student's accuracy on the sibling targets' test splits, %", True, True),
+    Column("misfit", "% of the student's own training pairs (256 of half B) on which it prefers the other response "
+           "than its teacher's label (Charikar et al. 2024); blank for runs made before it was recorded", True, False),
+    Column("seeds", "Seeds behind each number", True, False),
+    Column("cells", "Source → target cells per seed behind each number", True, False),
+    Column("status", "'validated': every number recomputes from the per-pair scores (bench validate)", False, False),
+    Column("submitter", "Who submitted it", False, False),
+    Column("submission", "The submission's folder under submissions/", False, False),
+    Column("problem", "The first problem of a submission that does not validate", False, False),
+]
+COLUMN_BY_NAME = {c.name: c for c in BOARD_COLUMNS}
+DEFAULT_COLUMNS = [c.name for c in BOARD_COLUMNS if c.default]
+HELP = {c.name: c.help for c in BOARD_COLUMNS}
+GROUP_COLUMNS = ["protocol", "model pair"]   # in every CSV row, before the columns shown
+
+
+@dataclass
+class ShownCell:
+    text: str              # what is shown (and written to the CSV)
+    sort: float | str = ""  # what it sorts by
+    title: str = ""         # shown on hover (why a number is blank)
+    number: bool = False
+
+
+@dataclass
+class Row:
+    cells: list[ShownCell]
+    role: str             # method, upload, ceiling or teacher
+    valid: bool
+    paper: str = ""
+    paper_url: str = ""
+    code: MethodCode | None = None
+    external: str = ""    # the mark of students trained outside the harness (bench.results.EXTERNAL_NOTE)
+    params: str = ""      # shown under the method's name where the params column is hidden (narrow screens)
+    search: str = ""      # what the search box matches, lower case
+
+
+@dataclass
+class Group:
+    protocol: str
+    models: str
+    references: list[Row]   # pinned above the ranked rows, in every order
+    ranked: list[Row]
+
+
+@dataclass
+class View:
+    columns: list[Column]
+    groups: list[Group]
+
+    @property
+    def rows(self) -> list[Row]:
+        return [r for g in self.groups for r in (*g.references, *g.ranked)]
+
+    def text(self) -> list[list[str]]:
+        """The table as shown, one list of cell texts per row (references first in each group)."""
+        return [[c.text for c in r.cells] for r in self.rows]
+
+
+def _cell(name: str, row: pd.Series) -> ShownCell:
+    def number(text: str, value: float) -> ShownCell:
+        return ShownCell(text, "" if math.isnan(value) else float(value), number=True)
+
+    if name in METRICS.values() or name == "Δ NTS vs naive":
+        return number(fmt(row[name], signed=True), row[name])
+    if name.endswith(" 95% CI") and name[:3] in METRICS.values():
+        return number(interval_text(row[f"{name[:3]} low"], row[f"{name[:3]} high"]), row[f"{name[:3]} low"])
+    if name.endswith(" ±") or name in ("ID acc", "OOD acc", "misfit"):
+        return number(fmt(row[name]), row[name])
+    if name.startswith("PGR"):
+        metric = name[:-2]
+        cell = number(fmt(100 * row[metric], signed=True), 100 * row[metric])
+        cell.title = row[f"{metric} note"]
+        return cell
+    if name == "Δ 95% CI":
+        return number(interval_text(row["Δ low"], row["Δ high"]), row["Δ low"])
+    if name == "Δ t 95% (seeds)":
+        return number(interval_text(row["Δ t low"], row["Δ t high"]), row["Δ t low"])
+    if name in ("seeds", "cells"):
+        return number(str(int(row[name])), float(row[name]))
+    if name == "rank":
+        return ShownCell(row["rank"], int(row["rank"]) if row["rank"].isdigit() else "")
+    if name == "rank 95%" and isinstance(row[name], str) and row[name]:   # "3-11": by its low end, then its high
+        low, _, high = str(row[name]).partition("-")
+        return ShownCell(str(row[name]), int(low) + int(high or low) / 1000)
+    text = "" if pd.isna(row[name]) else str(row[name])
+    return ShownCell(text, text.lower())
+
+
+def shown(table: pd.DataFrame, columns: list[str] | None = None, board: Board | None = None) -> View:
+    """The ranking as the board shows it: ``columns`` (names of ``BOARD_COLUMNS``, in that order; the
+    compact default when None) in the one number format, the reference rows of each protocol x model
+    pair pinned above its ranked rows. The group's own columns (protocol, model pair) are not in the
+    rows: the group is named above the table, and the CSV writes them into every row."""
+    wanted = set(DEFAULT_COLUMNS if columns is None else columns)
+    picked = [c for c in BOARD_COLUMNS if c.name in wanted]
+    groups = []
+    for (protocol, models), rows in table.groupby(["protocol", "model pair"], sort=False):
+        group = Group(protocol, models, [], [])
+        for _, row in rows.iterrows():
+            entry = board.by_key.get(row["submission"]) if board is not None else None
+            shown_row = Row([_cell(c.name, row) for c in picked], row["role"], "NOT VALIDATED" not in str(row["status"]),
+                            row["paper"] or "", paper_url(row["paper"] or ""),
+                            recorded_code(entry.submission["method"].get("origin")) if entry is not None else None,
+                            str(entry.submission.get("external") or "") if entry is not None else "",
+                            str(row["params"] or ""), " ".join(str(row[c] or "") for c in SEARCHED).lower())
+            (group.references if row["role"] in ("ceiling", "teacher") else group.ranked).append(shown_row)
+        groups.append(group)
+    return View(picked, groups)
+
+
+def shown_order(table: pd.DataFrame) -> list[str]:
+    """The submissions of a ranking table in the order the board shows them: the ceiling (pinned), then
+    by rank; the pictures follow it, so a panel is where its row is."""
+    return [*table[table["role"] == "ceiling"]["submission"], *table[table["role"].isin(["method", "upload"])]["submission"]]
+
+
+def csv_name(protocol: str, models: str, category: str | None = None, source: str | None = None,
+             validated_only: bool = False) -> str:
+    """The CSV's file name says what it holds: ``shiftbench-mini-tiny-source-travel.csv``."""
+    parts = ["shiftbench", protocol, models]
+    parts += [f"{name}-{value}" for name, value in (("category", category), ("source", source))
+              if value not in (None, ALL)]
+    parts += ["validated"] if validated_only else []
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "_", "-".join(parts)) + ".csv"
+
+
+# --- markdown -----------------------------------------------------------------------------------------------
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
+
+
+def md_escape(text: object) -> str:
+    """Text that markdown and HTML show literally (HTML-escaped, markdown punctuation backslashed)."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(text), quote=False))
+
+
+def markdown(board: Board, columns: list[str] | None = None, **filters) -> str:
+    """The ranking as a markdown table (for the README), every text cell escaped."""
+    view = shown(ranking(board, **filters), columns, board)
+    if not view.groups:
+        return "(no submissions)"
+    head = ["| " + " | ".join(c.name for c in view.columns) + " |",
+            "|" + "".join("---:|" if c.number else "---|" for c in view.columns)]
+    tables = []
+    for group in view.groups:   # one table per group, named when there are several
+        rows = ["| " + " | ".join(md_escape(cell.text) for cell in row.cells) + " |"
+                for row in (*group.references, *group.ranked)]
+        named = [f"### {md_escape(group_label(group.protocol, group.models))}", ""] if len(view.groups) > 1 else []
+        tables.append("\n".join([*named, *head, *rows]))
+    return "\n\n".join(tables)

@@ -1,0 +1,199 @@
+"""The ranking of a group (protocol x model pair) as a DataFrame, and its verdict in one line.
+
+Every aggregate is computed from the submissions' cells (``bench.report`` does the arithmetic, so the
+board, ``bench report`` and ``bench submit`` agree); intervals, rank intervals, Δ against naive and
+"decided" are ``Board.decisions``, i.e. ``bench.compare.decision_table``. Definitions:
+
+- NTS, AOG, WRG, ID and OOD accuracy: means over the selected source -> target cells and the seeds;
+  "±" is the spread (std of the per-seed means; blank with one seed), as in ``bench report``.
+- PGR (performance gap recovered), with the same teacher for every method of a group:
+  PGR ID = WRG / WRG(ceiling) and PGR OOD = AOG / AOG(ceiling), over the same selected cells. Shown
+  only when the ceiling's own gain is told apart from 0 (``pgr``); otherwise blank, with the reason.
+- Reference rows: the teacher (its own accuracies; gains 0 by definition) and the ``ceiling`` method.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from bench.compare import BASELINE, CEILING, interval_text
+from bench.report import TEACHER, fmt, summarise, teacher_rows
+from bench.submissions.limits import Validation
+from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, scope, select
+
+RANKING_COLUMNS = ["rank", "method", "params", "status", "role",
+                   "NTS", "NTS ±", "NTS low", "NTS high", "NTS 95% CI", "rank 95%",
+                   "Δ NTS vs naive", "Δ low", "Δ high", "Δ 95% CI", "Δ t low", "Δ t high", "Δ t 95% (seeds)", "decided",
+                   "AOG", "AOG ±", "AOG low", "AOG high", "WRG", "WRG ±", "WRG low", "WRG high",
+                   "ID acc", "OOD acc", "PGR ID", "PGR ID note", "PGR OOD", "PGR OOD note", "misfit", "seeds", "cells",
+                   "submitter", "model pair", "protocol", "submission", "problem", "paper", "code"]
+SEARCHED = ["method", "params", "submitter", "submission"]   # what the search box matches (ranking.js too)
+NAMED_UNDECIDED = 3   # a verdict names its undecided methods up to this many, else counts them
+
+
+def pgr(gain: float, ceiling: pd.Series | None, ceiling_ci: tuple[float, float] | None, metric: str
+        ) -> tuple[float, str]:
+    """PGR = gain / the ceiling's gain, and why it is blank when it is: a ratio over a gap that is not
+    told apart from 0 is noise. The gap counts only when both intervals of the ceiling's gain exclude 0,
+    as a difference must on this board: the t-interval over the per-seed means (what "decided" uses; it
+    needs two seeds) and the bootstrap interval over seeds and test pairs (the test split is shared by
+    every seed, so the t-interval alone misses its noise)."""
+    from bench.stats import LEVEL, t_quantile
+
+    name = METRICS[metric]
+    if ceiling is None:
+        return math.nan, "no ceiling submission on this protocol and model pair: nothing to recover"
+    gap, sd, seeds = float(ceiling[metric]), float(ceiling[f"{metric}_sd"]), int(ceiling["seeds"])
+    if seeds < 2:
+        return math.nan, (f"the ceiling's {name} here ({fmt(gap, signed=True)}) has one seed, so no interval over "
+                          "seeds: the gap to recover cannot be told apart from noise")
+    half = t_quantile(1 - (1 - LEVEL) / 2, seeds - 1) * sd / math.sqrt(seeds)
+    for kind, (low, high) in ((f"t 95% interval over {seeds} seeds", (gap - half, gap + half)),
+                              ("bootstrap 95% interval", ceiling_ci or (math.inf, math.inf))):  # none: t alone
+        if low <= 0:
+            verdict = "includes 0: the gap to recover is noise" if high >= 0 else \
+                "is below 0: the ceiling loses to its teacher, so there is no gap to recover"
+            return math.nan, (f"the ceiling's {name} here is {fmt(gap, signed=True)}; its {kind}, "
+                              f"{interval_text(low, high)}, {verdict}")
+    return gain / gap, ""
+
+
+def _row(summary: pd.Series, ceiling: pd.Series | None, ceiling_ci: dict | None) -> dict:
+    row = {METRICS[m]: summary[m] for m in METRICS}
+    row.update({f"{METRICS[m]} ±": summary[f"{m}_sd"] for m in METRICS})
+    row.update({"ID acc": summary["student_id"], "OOD acc": summary["student_ood"],
+                "seeds": int(summary["seeds"]), "cells": int(summary["cells"])})
+    for name, metric in (("PGR ID", "wrg"), ("PGR OOD", "aog")):
+        row[name], row[f"{name} note"] = pgr(summary[metric], ceiling, (ceiling_ci or {}).get(metric), metric)
+    return row
+
+
+def _method_info(v: Validation) -> dict:
+    method = v.submission["method"]
+    origin = method.get("origin") if isinstance(method.get("origin"), dict) else {}
+    return {"paper": method.get("paper") if isinstance(method.get("paper"), str) else "",
+            "code": origin.get("module", "") if origin.get("kind") == "built-in" else ""}
+
+
+def _teacher_row(group: pd.DataFrame, ceiling: pd.Series | None, ceiling_ci: dict | None, disagree: bool) -> dict:
+    """The weak teacher's accuracies, once per seed x cell (from validated submissions first)."""
+    cells = teacher_rows(group.sort_values("valid", ascending=False, kind="stable"))
+    return {**_row(summarise(cells), ceiling, ceiling_ci), "rank": "ref", "method": TEACHER, "params": "",
+            "status": "reference", "role": "teacher", "submitter": "", "submission": "", "paper": "", "code": "",
+            "problem": "submissions disagree on the teacher (bench validate shows where)" if disagree else ""}
+
+
+def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, ceiling, ceiling_ci) -> dict:
+    first = cells_of.iloc[0]
+    ci, delta = decided.get("ci", {}), decided.get("delta", {}).get("nts", NO_DELTA)
+    row = {**_row(summarise(cells_of), ceiling, ceiling_ci), **_method_info(board.by_key[key]),
+           "method": first["method"], "params": first["params"], "status": first["status"],
+           "role": "upload" if key.startswith(UPLOAD_PREFIX) else "method",
+           "problem": first["problem"], "submitter": first["submitter"], "submission": key,
+           "NTS 95% CI": decided.get("NTS 95% CI", ""), "rank 95%": decided.get("rank 95%", ""),
+           "Δ NTS vs naive": decided.get("Δ NTS vs naive", math.nan),
+           "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ t 95% (seeds)": decided.get("Δ t 95% (seeds)", ""),
+           "Δ low": delta[1], "Δ high": delta[2], "Δ t low": delta[3], "Δ t high": delta[4],
+           "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean()}
+    for name in METRICS.values():
+        row[f"{name} low"], row[f"{name} high"] = ci.get(name.lower(), (math.nan, math.nan))
+    return row
+
+
+def ranking(board: Board, protocol: str | None = None, models: str | None = None, category: str | None = None,
+            source: str | None = None, search: str = "", validated_only: bool = False) -> pd.DataFrame:
+    """Methods ranked by mean NTS within each protocol x model pair, then the reference rows (ceiling,
+    teacher). Filters narrow the cells every number is computed over; ``search`` matches method,
+    params, submitter or submission (case-insensitive) and keeps the reference rows and the ranks."""
+    cells = select(board.cells, protocol, models, category, source)
+    if validated_only:
+        cells = cells[cells["valid"]]
+    rows = []
+    for (protocol_name, models_name), group in cells.groupby(["protocol", "models"], sort=True):
+        decisions = board.decisions(protocol_name, models_name, scope(category), scope(source))
+        ceilings = group[group["method"] == CEILING]
+        ceiling_key = ceilings.sort_values("valid", ascending=False, kind="stable")["submission"].iloc[0] \
+            if len(ceilings) else None
+        ceiling = summarise(group[group["submission"] == ceiling_key]) if ceiling_key else None
+        ceiling_ci = decisions.get(ceiling_key, {}).get("ci")
+        ranked, references = [], []
+        for key, cells_of in group.groupby("submission", sort=False):
+            row = _method_row(board, key, cells_of, decisions.get(key, {}), ceiling, ceiling_ci)
+            if key == ceiling_key:
+                references.append({**row, "rank": "ref", "role": "ceiling", "status": f"reference; {row['status']}"})
+            else:
+                ranked.append((bool(cells_of["valid"].iloc[0]), row))
+        ranked.sort(key=lambda item: -item[1]["NTS"])
+        position = 0
+        for valid, row in ranked:
+            position += valid
+            row["rank"] = str(position) if valid else "–"
+        disagree = any(keys & set(group["submission"]) for _, keys in board.conflicts)
+        references.append(_teacher_row(group, ceiling, ceiling_ci, disagree))
+        for row in [*(r for _, r in ranked), *references]:
+            rows.append({**row, "model pair": models_name, "protocol": protocol_name})
+    table = pd.DataFrame(rows, columns=RANKING_COLUMNS)
+    table["Δ NTS vs naive"] = pd.to_numeric(table["Δ NTS vs naive"].replace("", math.nan))
+    if search.strip():
+        needle = search.strip().lower()
+        hit = table[SEARCHED].fillna("").apply(lambda column: column.str.lower().str.contains(needle, regex=False))
+        table = table[hit.any(axis=1) | (table["rank"] == "ref")]
+    return table.reset_index(drop=True)
+
+
+# --- the verdict: what is decided, in one line ------------------------------------------------------------
+@dataclass(frozen=True)
+class Verdict:
+    better: list[str]      # methods decidedly better than naive (their names, with params when needed)
+    worse: list[str]
+    undecided: list[str]   # the other ranked, validated methods but naive
+    seeds: int
+    note: str = ""         # why nothing can be decided, when nothing can
+
+    def head(self) -> str:
+        """Which methods are decidedly better or worse than naive, and which are not."""
+        if self.note:
+            return self.note
+        n = len(self.undecided)
+        named = ", ".join(self.undecided) if n <= NAMED_UNDECIDED else ""
+        if not self.better and not self.worse:
+            return "No method is decidedly better or worse than naive: " + (
+                f"{named} {'is' if n == 1 else 'are'} undecided" if named else f"all {n} are undecided")
+        rest = (f"undecided: {named}" if named else f"the other {n} are undecided") if n else "none is undecided"
+        return (f"Decidedly better than naive: {', '.join(self.better) or 'none'}; decidedly worse: "
+                f"{', '.join(self.worse) or 'none'}; {rest}")
+
+    def rule(self) -> str:
+        return "" if self.note else \
+            f"(decided: the t 95% interval of Δ NTS vs naive over the {self.seeds} seeds excludes 0)"
+
+    def text(self) -> str:
+        return f"{self.head()} {self.rule()}".strip() + ("" if self.note else ".")
+
+
+def verdict(board: Board, table: pd.DataFrame) -> Verdict:
+    """The verdict of one group's ranking table (``ranking(board, protocol, models, ...)``, unsearched):
+    its "decided" column, which is ``bench.compare.decision_table``'s, read out in words. The ceiling
+    and the teacher are references and not counted; a method is named with its params when the group
+    holds it more than once (``anchor (lam=10.0, layers=last)``)."""
+    ranked = table[table["role"].isin(["method", "upload"]) & table["rank"].str.isdigit()]
+    seeds = int(table["seeds"].max()) if len(table) else 0
+    repeated = ranked["method"].duplicated(keep=False)
+    names = [f"{m} ({p})" if again and p else m for m, p, again in zip(ranked["method"], ranked["params"], repeated)]
+    rows = ranked.assign(name=names)
+    contenders = list(rows[rows["method"] != BASELINE]["name"])
+    if BASELINE not in set(ranked["method"]):
+        return Verdict([], [], contenders, seeds, "No naive submission in this group, so nothing is decided against "
+                                                  "it: submit naive's run of the same seeds.")
+    if not contenders:
+        return Verdict([], [], [], seeds, "Only naive in this group so far: nothing to compare it with.")
+    if seeds < 2:
+        return Verdict([], [], contenders, seeds, "One seed: no t-interval over seeds, so no difference from naive is "
+                                                  "decided. Run at least two seeds (the protocol's three).")
+    if not ranked["decided"].astype(bool).any():
+        return Verdict([], [], contenders, seeds, "Nothing is decided: these submissions were run on different seeds "
+                                                  "or test pairs, so their differences cannot be paired.")
+    better, worse = (list(rows[rows["decided"] == side]["name"]) for side in ("better", "worse"))
+    return Verdict(better, worse, [n for n in contenders if n not in better and n not in worse], seeds)
