@@ -78,6 +78,7 @@ class GoldBT:
     """The teacher's training loss: soft-label Bradley-Terry (methods.api.soft_bt_loss) on half A's gold
     labels, as naive's loss on the teacher's; what the loop needs of a method, and nothing else."""
 
+    name = "teacher (gold BT)"   # how the loop's messages name whose loss it checks
     needs_hidden_states = False
 
     @staticmethod
