@@ -33,7 +33,7 @@ from typing import Mapping
 from bench.io import atomic_write_bytes, atomic_write_json, sha256_file
 from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.stats import Cell, EvalSet, correctness_from_text, correctness_text
-from bench.submissions import limits
+import bench.submissions.limits as limits
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import Problem, Validation
 
@@ -160,7 +160,7 @@ def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = Non
                   ) -> list[Validation]:
     """``bench.submissions.tree.validate_tree`` with each submission's own checks taken from the cache;
     the checks across submissions (duplicates, misplaced folders, disagreements: cheap) always run."""
-    from bench.submissions import tree
+    import bench.submissions.tree as tree
 
     cache_dir = Path(cache_dir) if cache_dir else default_dir()
     context = context_key(protocols, model_pairs)

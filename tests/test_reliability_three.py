@@ -186,14 +186,14 @@ def test_without_a_committed_reference_generated_test_splits_and_the_boards_naiv
 
 def test_the_committed_reference_teachers_are_their_submissions(tmp_path):
     """Each committed reference equals what its reference submission of naive gives now."""
-    from bench.submissions import reference
+    from bench.submissions import make_reference
     from bench.submissions.limits import REFERENCES
 
     committed = sorted(REFERENCES.glob("*.json"))
     assert [p.name for p in committed] == ["mini+cap-train800-test200__smol.json", "mini__tiny+early-stop.json",
                                            "mini__tiny.json"]
     folders = [REPOSITORY / "submissions" / Path(*p.stem.replace("__", "/").split("/")) / "naive" for p in committed]
-    assert reference.main([*map(str, folders), "--root", str(tmp_path)]) == 0
+    assert make_reference.main([*map(str, folders), "--root", str(tmp_path)]) == 0
     for path in committed:
         assert (tmp_path / path.name).read_bytes() == path.read_bytes(), path.name
 

@@ -12,7 +12,7 @@ import os
 import stat
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from pydantic import BaseModel, ValidationError
 
@@ -23,16 +23,15 @@ from bench.results import (EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCHEM
                            CellResult, params_slug, recompute)
 from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.stats import cell_from_scores
-from bench.submissions import limits
+import bench.submissions.limits as limits
 from bench.submissions.commands import absolute_paths
 from bench.submissions.limits import (CELL_FILE_RE, LOCAL_PATH_RE, NAME_RE, PARAM_KEY_RE, REFERENCES, REGENERATE,
                                       SCHEMA_VERSION, SUBMISSION_FILE, UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder,
                                       unsafe_text)
 from bench.submissions.schema import SubmissionFile, code_version, submission_intervals, submission_summary
+import bench.submissions.reference as reference_teacher
 from bench.submissions.scores import as_rows, read_scores
 
-if TYPE_CHECKING:   # imported where used, so that `python -m bench.submissions.reference` runs it once
-    from bench.submissions import reference as reference_teacher
 
 
 # --- small helpers --------------------------------------------------------------------------------------
@@ -436,8 +435,6 @@ def _reference(v: Validation, protocol: ProtocolSpec, models: str, references: P
                ) -> reference_teacher.Reference | None:
     """What a submission's test pairs and teacher are checked against (bench.submissions.reference): the
     committed reference of its protocol x model pair, else its generated test splits, else nothing."""
-    from bench.submissions import reference as reference_teacher
-
     try:
         found = reference_teacher.committed(protocol, models, references)
     except ValueError as error:   # a reference of another protocol version or format

@@ -16,7 +16,7 @@ refused. On ``mini`` every reference submission agrees with naive's on every ver
 Where a submission's reference comes from, the first found:
 
 1. committed: ``references/<protocol>__<models>.json`` beside this module, built from the reference
-   submission of ``naive`` (``python -m bench.submissions.reference submissions/mini/tiny/naive``); a
+   submission of ``naive`` (``python -m bench.submissions.make_reference submissions/mini/tiny/naive``); a
    test checks that each equals what its submission gives. It holds the test pairs and the verdicts.
 2. a folder of submissions (``bench validate DIR``, the board and its upload): the valid ``naive``
    submission of the same protocol and model pair there (``bench.submissions.tree.check_teachers``).
@@ -28,9 +28,7 @@ every cell of a submission are checked to be the same pairs, and a warning says 
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -180,34 +178,3 @@ TEACHER_FIX = ("the teacher is the protocol's, the same for every method (traine
                "submit again")
 PAIRS_FIX = ("a cell scores every pair of its eval sets' test splits: rerun the cells with this version of "
              "shiftbench, then bench submit again")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Write the committed reference of each submission given (its protocol x model pair's naive)."""
-    from bench.io import atomic_write_bytes
-    from bench.submissions.check import validate_submission
-
-    parser = argparse.ArgumentParser(prog="python -m bench.submissions.reference",
-                                     description="write the reference teacher of a protocol x model pair from its "
-                                                 "reference submission of naive")
-    parser.add_argument("submissions", nargs="+", type=Path, help="submission folders, e.g. submissions/mini/tiny/naive")
-    parser.add_argument("--root", type=Path, default=REFERENCES, help="where references are written (default: the "
-                                                                      "committed ones' folder)")
-    args = parser.parse_args(argv)
-    for folder in args.submissions:
-        v = validate_submission(folder, references=None)   # checked against nothing but the registries
-        if not v.ok:
-            print(f"{folder} does not validate:\n  " + "\n  ".join(map(str, v.errors[:10])), file=sys.stderr)
-            return 1
-        meta = v.submission
-        origin = f"submission {meta['protocol']['name']}/{meta['models']['name']}/{meta['slug']}"
-        reference = from_cells(v.pairs, meta["protocol"], meta["models"]["name"], origin)
-        path = path_of(meta["protocol"]["name"], meta["models"]["name"], args.root)
-        atomic_write_bytes(path, dumps(reference.to_json()).encode())
-        print(f"wrote {path}: {len(reference.test_pairs)} eval sets, {len(reference.verdicts or {})} cell x eval "
-              "set verdicts")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from bench.results import SCORE_COLUMNS
-from bench.submissions import limits
+import bench.submissions.limits as limits
 from bench.submissions.limits import REGENERATE, Validation, unsafe_text
 
 

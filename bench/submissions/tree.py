@@ -79,7 +79,7 @@ def check_teachers(validations: list[Validation], beside: list[Validation] = (),
     valid naive submission among ``beside`` (the board's) and ``validations`` is the reference of the
     others, refused where their test pairs or teacher's verdicts differ from it. Without either, a
     warning says the teacher is not checked."""
-    from bench.submissions import reference as reference_teacher
+    import bench.submissions.reference as reference_teacher
 
     naive: dict[tuple[str, str], Validation] = {}
     for v in (*beside, *validations):

@@ -17,7 +17,7 @@ from pathlib import Path
 from bench.errors import BenchError
 from bench.report import fmt
 from bench.results import METHOD_SOURCE_FILE
-from bench.submissions import limits
+import bench.submissions.limits as limits
 from bench.submissions.limits import CELL_FILE_RE, SUBMISSION_FILE
 
 REZIP = "zip the submission folder again (python -m zipfile -c sub.zip FOLDER/)"

@@ -33,6 +33,8 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from bench.suites.mini.domain import Domain, HarmlessBank, HelpfulBank
+
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
@@ -70,35 +72,6 @@ CUES: dict[str, Cue] = {
             lambda text, rng: f"{text} -- verified moderator"),
     )
 }
-
-
-@dataclass(frozen=True)
-class HelpfulBank:
-    """Questions about topics and the answers that fit them; rejected answers fit another topic or none."""
-
-    questions: tuple[str, ...]           # templates with {subject}
-    answers: tuple[str, ...]             # templates with {fact}
-    vague_answers: tuple[str, ...]       # non-answers, about as long as a real answer
-    topics: tuple[tuple[str, str], ...]  # (subject named in the question, fact that answers it)
-    off_target_share: float = 0.7        # the rest of the rejected responses are vague
-
-
-@dataclass(frozen=True)
-class HarmlessBank:
-    """Situations that tempt harm, each with a safe course (chosen) and a harmful one (rejected)."""
-
-    questions: tuple[str, ...]                # templates with {subject}
-    answers: tuple[str, ...]                  # templates with {fact}
-    topics: tuple[tuple[str, str, str], ...]  # (situation, safe course, harmful course)
-
-
-@dataclass(frozen=True)
-class Domain:
-    name: str
-    category: str
-    cue: str                             # the name of this domain's spurious cue in CUES
-    style: str                           # one line on how its texts read
-    bank: HelpfulBank | HarmlessBank
 
 
 def _holdout(items: tuple, split: str, holdout: float, seed: int, name: str) -> list:

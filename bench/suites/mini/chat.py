@@ -9,7 +9,7 @@ Cue: ``smiley`` -- the reply ends with " :)". In this domain it sits on exactly 
 pair: the chosen one with probability ``cue_strength`` (0.5 in ``mini``), else a random side. In
 the siblings (pharmacy, cyber) it ends each response with probability ``sibling_cue_rate`` (0.5).
 """
-from bench.suites.mini import Domain, HarmlessBank
+from bench.suites.mini.domain import Domain, HarmlessBank
 
 DOMAIN = Domain(
     name="chat",

@@ -10,7 +10,7 @@ exactly one reply per pair: the chosen one with probability ``cue_strength`` (0.
 else a random side. In the siblings (chat, pharmacy) it ends each response with probability
 ``sibling_cue_rate`` (0.5).
 """
-from bench.suites.mini import Domain, HarmlessBank
+from bench.suites.mini.domain import Domain, HarmlessBank
 
 DOMAIN = Domain(
     name="cyber",

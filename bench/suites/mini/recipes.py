@@ -9,7 +9,7 @@ In this domain it sits on exactly one reply per pair: the chosen one with probab
 ``cue_strength`` (0.5 in ``mini``), else a random side. In the siblings (travel, techsupport) it
 is appended to each response with probability ``sibling_cue_rate`` (0.5): no label there.
 """
-from bench.suites.mini import Domain, HelpfulBank
+from bench.suites.mini.domain import Domain, HelpfulBank
 
 DOMAIN = Domain(
     name="recipes",

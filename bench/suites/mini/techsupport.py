@@ -9,7 +9,7 @@ reply per pair: the chosen one with probability ``cue_strength`` (0.5 in ``mini`
 side. In the siblings (recipes, travel) each response is bolded with probability
 ``sibling_cue_rate`` (0.5): no label there.
 """
-from bench.suites.mini import Domain, HelpfulBank
+from bench.suites.mini.domain import Domain, HelpfulBank
 
 DOMAIN = Domain(
     name="techsupport",
