@@ -21,7 +21,14 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable, Iterable
 
-from bench.io import apply_umask, as_os_error, atomic_write_json, sha256_file, staging_prefix, sweep_staging
+from bench.io import (
+    apply_umask,
+    as_os_error,
+    atomic_write_json,
+    sha256_file,
+    staging_prefix,
+    sweep_staging,
+)
 from bench.locks import file_lock, lock_path
 from bench.specs import stable_hash, to_plain
 

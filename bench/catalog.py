@@ -9,7 +9,13 @@ def print_registered(what: str, data_dir: Path | None = None) -> None:
     with ``data_dir``, each real dataset's rows read, kept and dropped there."""
     from bench.formatting import READOUTS, readout_of
     from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
-    from methods import METHODS, describe_params, get_method_class, load_plugins, method_origin
+    from methods import (
+        METHODS,
+        describe_params,
+        get_method_class,
+        load_plugins,
+        method_origin,
+    )
 
     if what == "methods":
         load_plugins()

@@ -355,8 +355,8 @@ def check_model_folders(models) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bench.errors import BenchError
     from bench.distributed import launched
+    from bench.errors import BenchError
     from bench.executors import auto_jobs, make_executor
     from bench.pipeline import run
     from bench.report import cell_table, params_text

@@ -13,7 +13,13 @@ from functools import cached_property, lru_cache
 from bench.cache import Cache
 from bench.data import LoadedSplit, Pair, eval_sets, load_pairs
 from bench.env import environment
-from bench.models import formatter_for, load_tokenizer, max_positions, model_provenance, weights_revision
+from bench.models import (
+    formatter_for,
+    load_tokenizer,
+    max_positions,
+    model_provenance,
+    weights_revision,
+)
 from bench.protocols import DATASETS, protocol_hash
 from bench.results import SCHEMA_VERSION
 from bench.settings import RunSettings

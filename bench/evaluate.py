@@ -276,7 +276,12 @@ def load_student(student: Student):
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging
 
-    from bench.models import dedicated_pad_id, disable_dropout, mark_reward_model, resolve_dtype
+    from bench.models import (
+        dedicated_pad_id,
+        disable_dropout,
+        mark_reward_model,
+        resolve_dtype,
+    )
 
     dtype = resolve_dtype(student.spec.dtype)
     overrides = {"num_hidden_layers": student.spec.num_layers} if student.spec.num_layers else {}
@@ -372,7 +377,13 @@ def cell_key(ctx, source: str, seed: int, name: str, params: dict, student: Stud
 
 def check_name(name: str, params: dict[str, str], paper: str = "") -> None:
     """The student's name, its --param settings and --paper text as a submission will hold them."""
-    from bench.submissions.limits import MAX_TEXT_CHARS, NAME_RE as PARAM_VALUE_RE, PARAM_KEY_RE, UNSAFE_TEXT_HELP, unsafe_text
+    from bench.submissions.limits import (
+        MAX_TEXT_CHARS,
+        PARAM_KEY_RE,
+        UNSAFE_TEXT_HELP,
+        unsafe_text,
+    )
+    from bench.submissions.limits import NAME_RE as PARAM_VALUE_RE
     from methods import METHODS, load_plugins
 
     if not NAME_RE.fullmatch(name):
@@ -397,14 +408,33 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
     write each cell's result; returns the CellResults. ``student``/``adapter`` may hold {seed}, {source}
     and {cell}; ``labels`` is the folder bench labels wrote (its root or one cell's) or a train.jsonl."""
     from bench.cache import LOCKS, Cache
+    from bench.context import RunContext
     from bench.label_digest import label_digest, labels_record
     from bench.labels import read_rows
     from bench.locks import file_lock, lock_path
-    from bench.context import RunContext
-    from bench.pipeline import TEACHER_STAGES, cell_data, cell_files, cell_result, check_cells, student_misfit
+    from bench.pipeline import (
+        TEACHER_STAGES,
+        cell_data,
+        cell_files,
+        cell_result,
+        check_cells,
+        student_misfit,
+    )
     from bench.preflight import check_files, check_folders, preflight
-    from bench.results import EXTERNAL_NOTE, ExternalStudent, cell_dir, load_cell, params_slug, write_cell
-    from bench.scorers import CHECKPOINT_FIX, check_finite, score_eval_sets, score_with_model
+    from bench.results import (
+        EXTERNAL_NOTE,
+        ExternalStudent,
+        cell_dir,
+        load_cell,
+        params_slug,
+        write_cell,
+    )
+    from bench.scorers import (
+        CHECKPOINT_FIX,
+        check_finite,
+        score_eval_sets,
+        score_with_model,
+    )
     from bench.train import TrainExample
 
     params = dict(params or {})

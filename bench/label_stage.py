@@ -187,9 +187,9 @@ def cell_label_inputs(ctx: RunContext, source: str, seed: int, data: CellData, s
     """A cell's LabelInputs: more teachers through the teacher stage, the strong model as the student's start."""
     from bench.data import sub_seed
     from bench.distributed import state
+    from bench.metrics import accuracy
     from bench.models import load_reward_model
     from bench.reference import sequences_digest
-    from bench.metrics import accuracy
     from bench.teacher import HELD_OUT, teacher_stage
 
     record: dict = {}

@@ -25,8 +25,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from torch import nn
 
 from bench.errors import BenchError
-from bench.formatting import (READOUTS, DecoderFormatter, Encoded, EncoderFormatter,  # noqa: F401 (re-exported)
-                              dedicated_pad_id, formatter_for, prompt_text, readout_of)
+from bench.formatting import (  # noqa: F401 (re-exported)
+    READOUTS,
+    DecoderFormatter,
+    Encoded,
+    EncoderFormatter,
+    dedicated_pad_id,
+    formatter_for,
+    prompt_text,
+    readout_of,
+)
 from bench.io import sha256_file
 from bench.pair_rows import additive_mask, collate_pairs, row_length
 from bench.registry import import_object

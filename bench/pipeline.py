@@ -22,15 +22,34 @@ from pathlib import Path
 
 from bench.cache import LOCKS, Cache, SharedWork
 from bench.context import RunContext
-from bench.data import STUDENT_STAGES, TEACHER_STAGES, cell_seed, eval_sets, split_prompt_disjoint, stage_seed
+from bench.data import (
+    STUDENT_STAGES,
+    TEACHER_STAGES,
+    cell_seed,
+    eval_sets,
+    split_prompt_disjoint,
+    stage_seed,
+)
 from bench.distributed import on_main_process, state
 from bench.label_digest import labels_record
 from bench.label_stage import label_stage
 from bench.metrics import accuracy, cell_metrics
 from bench.models import load_reward_model
 from bench.report import params_text
-from bench.results import (METHOD_SOURCE_FILE, RESULT_FILE, SCHEMA_VERSION, SCORES_FILE, CellResult, ExternalStudent, LabelsRecord, cell_dir,
-                           load_cell, params_slug, replicate_slug, write_cell)
+from bench.results import (
+    METHOD_SOURCE_FILE,
+    RESULT_FILE,
+    SCHEMA_VERSION,
+    SCORES_FILE,
+    CellResult,
+    ExternalStudent,
+    LabelsRecord,
+    cell_dir,
+    load_cell,
+    params_slug,
+    replicate_slug,
+    write_cell,
+)
 from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
 from bench.specs import to_plain

@@ -11,8 +11,15 @@ from typing import Mapping
 from bench.errors import BenchError, UnknownNameError
 from bench.formatting import READOUTS
 from bench.registry import Registry
-from bench.specs import (DatasetSpec, ModelPairSpec, ModelSpec, ProtocolSpec, TrainConfig, frozen_map,
-                         stable_hash)
+from bench.specs import (
+    DatasetSpec,
+    ModelPairSpec,
+    ModelSpec,
+    ProtocolSpec,
+    TrainConfig,
+    frozen_map,
+    stable_hash,
+)
 
 DATASETS: Registry[DatasetSpec] = Registry("dataset")
 PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol")

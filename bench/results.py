@@ -24,7 +24,13 @@ from typing import Annotated, Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bench.io import atomic_write_bytes, atomic_write_json, csv_gz_bytes, read_csv_gz, sha256_file
+from bench.io import (
+    atomic_write_bytes,
+    atomic_write_json,
+    csv_gz_bytes,
+    read_csv_gz,
+    sha256_file,
+)
 from bench.metrics import accuracy, cell_metrics
 from bench.specs import stable_hash
 

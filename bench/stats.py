@@ -19,8 +19,8 @@ the t-interval mean ± t(0.975, S-1) sd / sqrt(S) of the S per-seed differences.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 import math
+from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence

@@ -18,8 +18,8 @@ from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 from bench.models import load_reward_model, score
 from bench.scorers import TEACHER_FIX, check_finite, score_eval_sets
 from bench.train import TrainExample, train_reward_model
-from methods.api import Step, preference_probability, soft_bt_loss
 from bench.versions import TEACHER_CODE, code_version, platform_version
+from methods.api import Step, preference_probability, soft_bt_loss
 
 if TYPE_CHECKING:
     from bench.context import RunContext

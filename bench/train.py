@@ -23,10 +23,22 @@ from bench.cache import SharedWork
 from bench.data import sub_seed
 from bench.distributed import on_cpu, shard
 from bench.errors import BenchError, MethodError, TrainingDivergedError
-from bench.models import Encoded, collate_examples, reward_forward, score, uses_pair_rows
+from bench.models import (
+    Encoded,
+    collate_examples,
+    reward_forward,
+    score,
+    uses_pair_rows,
+)
 from bench.pair_rows import row_length
 from bench.specs import EarlyStopping, TrainConfig
-from methods.api import Method, Step, load_trainable_state, soft_bt_loss, trainable_state
+from methods.api import (
+    Method,
+    Step,
+    load_trainable_state,
+    soft_bt_loss,
+    trainable_state,
+)
 
 # Length grouping sorts within mega-batches of this many batches, as HF's LengthGroupedSampler does.
 LENGTH_GROUP_MEGA_BATCHES = 50

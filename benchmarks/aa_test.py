@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.stats import cell_value, load_cells, stratified   # noqa: E402
+from bench.stats import cell_value, load_cells, stratified  # noqa: E402
 
 DRAW_SEED = 20261202
 

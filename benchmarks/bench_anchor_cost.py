@@ -17,8 +17,19 @@ import os
 import subprocess
 import sys
 
-from common import (PeakMemory, Timer, formatter, gold_examples, interleave, median, mini_pairs, parser, ratio, setup,
-                    tiny_strong)
+from common import (
+    PeakMemory,
+    Timer,
+    formatter,
+    gold_examples,
+    interleave,
+    median,
+    mini_pairs,
+    parser,
+    ratio,
+    setup,
+    tiny_strong,
+)
 
 VARIANTS = {"naive": ("naive", None), "anchor": ("anchor", "4"), "anchor-live": ("anchor", "0")}
 

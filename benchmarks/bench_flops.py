@@ -21,8 +21,17 @@ import statistics
 import time
 
 import torch
-
-from common import flop_counter, formatter, gold_examples, hh_pairs, mini_pairs, parser, setup, strong_of, tiny_strong
+from common import (
+    flop_counter,
+    formatter,
+    gold_examples,
+    hh_pairs,
+    mini_pairs,
+    parser,
+    setup,
+    strong_of,
+    tiny_strong,
+)
 
 CATEGORIES = {  # profiler op name fragments -> where the time goes
     "matrix products": ("mm", "addmm", "bmm", "linear", "matmul"),
@@ -63,11 +72,11 @@ def _timed(fn) -> float:
 
 def step_parts(examples: list, batch_size: int, dtype: str = "float32", spec=None):
     """A model, optimizer and one batch, as the shared loop builds them (a decoder's as pair rows)."""
+    import dataclasses
+
     from bench.models import collate_examples, load_reward_model, reward_forward
     from bench.specs import TrainConfig
     from bench.train import apply_freezing
-
-    import dataclasses
 
     model = load_reward_model(dataclasses.replace(spec or tiny_strong(), dtype=dtype), seed=0).to(DEVICE)
     apply_freezing(model, TrainConfig(learning_rate=1e-4, epochs=1, batch_size=batch_size, freeze_word_embeddings=True))

@@ -16,7 +16,6 @@ from __future__ import annotations
 import statistics
 
 import torch
-
 from common import formatter, hh_pairs, mini_pairs, parser, setup, tiny_strong
 
 

@@ -16,8 +16,20 @@ import argparse
 import subprocess
 import sys
 
-from common import (PeakMemory, Timer, formatter, gold_examples, hh_pairs, interleave, median, mini_pairs, parser,
-                    rss_mb, setup, tiny_strong)
+from common import (
+    PeakMemory,
+    Timer,
+    formatter,
+    gold_examples,
+    hh_pairs,
+    interleave,
+    median,
+    mini_pairs,
+    parser,
+    rss_mb,
+    setup,
+    tiny_strong,
+)
 
 
 def train_time(examples: list) -> float:

@@ -28,9 +28,19 @@ import math
 import tempfile
 
 import torch
-
-from common import (Timer, formatter, gold_examples, hh_pairs, interleave, median, mini_pairs, parser, ratio, setup,
-                    strong_of)
+from common import (
+    Timer,
+    formatter,
+    gold_examples,
+    hh_pairs,
+    interleave,
+    median,
+    mini_pairs,
+    parser,
+    ratio,
+    setup,
+    strong_of,
+)
 
 LR, WARMUP, SEED = 1e-4, 0.1, 0
 # trl-ours: TRL fed ours-plain's batches and lr schedule; ours-plain-two-seq: ours-plain with each pair as two
@@ -45,7 +55,9 @@ def ours(examples: list, batch_size: int, grouped: bool, seed: int = SEED, pair_
     from bench.models import load_reward_model
     from bench.specs import TrainConfig
     from bench.train import train_reward_model
-    from methods.naive import Naive  # gold targets 1/0: naive's loss is then plain Bradley-Terry, as TRL's
+    from methods.naive import (
+        Naive,  # gold targets 1/0: naive's loss is then plain Bradley-Terry, as TRL's
+    )
 
     model = load_reward_model(SPEC["spec"], seed=seed)
     model.shiftbench_pair_rows = model.shiftbench_pair_rows and pair_rows

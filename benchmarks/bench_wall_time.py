@@ -89,8 +89,9 @@ def run_default(out: Path, cache: Path, extra: list[str]) -> None:
 
 
 def count_flops(extra: list[str], peak: float, cores: int) -> None:
-    from bench import cli
     from common import flop_counter
+
+    from bench import cli
 
     with tempfile.TemporaryDirectory() as tmp:
         argv = ["run", "--method", "anchor", "--out", f"{tmp}/results", "--cache-dir", f"{tmp}/cache", *extra, "--jobs", "1"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 
 import torch
-
 from bench_flops import matmul_peak
 
 

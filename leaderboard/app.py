@@ -29,7 +29,13 @@ from bench.submissions.limits import MAX_FILES, MAX_SUBMISSION_BYTES  # noqa: E4
 from bench.submissions.upload import size_text  # noqa: E402
 from leaderboard import cards, figures, plots, render  # noqa: E402
 from leaderboard.board import ALL, Board, group_label, load_board, scope, title  # noqa: E402
-from leaderboard.columns import BOARD_COLUMNS, DEFAULT_COLUMNS, csv_name, shown, shown_order  # noqa: E402
+from leaderboard.columns import (  # noqa: E402
+    BOARD_COLUMNS,
+    DEFAULT_COLUMNS,
+    csv_name,
+    shown,
+    shown_order,
+)
 from leaderboard.context import context, data_line  # noqa: E402
 from leaderboard.links import recorded_code  # noqa: E402
 from leaderboard.ranking import ranking, verdict  # noqa: E402

@@ -30,10 +30,10 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping
 
+import bench.submissions.limits as limits
 from bench.io import atomic_write_bytes, atomic_write_json, sha256_file
 from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.stats import Cell, EvalSet, correctness_from_text, correctness_text
-import bench.submissions.limits as limits
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import Problem, Validation
 

@@ -34,7 +34,8 @@ DEFINITIONS = ("WRG = Acc_student(S) âˆ’ Acc_teacher(S); AOG = Acc_student(T) âˆ
 def protocol_card(name: str, protocols: Mapping | None = None) -> str:
     """The protocol's card (``bench card``: the one card, generated from the registry) and what the
     board's numbers mean, as markdown."""
-    from bench.card import GENERATED_NOTE, protocol_card as card
+    from bench.card import GENERATED_NOTE
+    from bench.card import protocol_card as card
     from bench.protocols import protocol_named
 
     spec = protocol_named(name, protocols)

@@ -1,14 +1,57 @@
 """The board's public API, for ``bench leaderboard`` and other tools: what each module of the board
 offers, gathered under one name. Each job has its own module (``leaderboard/__init__.py`` lists them);
 this one holds no logic."""
-from leaderboard.board import ALL, METRICS, UPLOAD_PREFIX, Board, choices, group_label, load_board, location, title
-from leaderboard.cards import DEFINITIONS, about_markdown, markdown_html, model_pair_card, protocol_card, protocol_html
-from leaderboard.columns import (BOARD_COLUMNS, COLUMN_BY_NAME, DEFAULT_COLUMNS, HELP, Column, Row, View, csv_name,
-                                 markdown, md_escape, shown, shown_order)
-from leaderboard.context import Context, context, data_line, model_pair_words, model_words
+from leaderboard.board import (
+                                 ALL,
+                                 METRICS,
+                                 UPLOAD_PREFIX,
+                                 Board,
+                                 choices,
+                                 group_label,
+                                 load_board,
+                                 location,
+                                 title,
+)
+from leaderboard.cards import (
+                                 DEFINITIONS,
+                                 about_markdown,
+                                 markdown_html,
+                                 model_pair_card,
+                                 protocol_card,
+                                 protocol_html,
+)
+from leaderboard.columns import (
+                                 BOARD_COLUMNS,
+                                 COLUMN_BY_NAME,
+                                 DEFAULT_COLUMNS,
+                                 HELP,
+                                 Column,
+                                 Row,
+                                 View,
+                                 csv_name,
+                                 markdown,
+                                 md_escape,
+                                 shown,
+                                 shown_order,
+)
+from leaderboard.context import (
+                                 Context,
+                                 context,
+                                 data_line,
+                                 model_pair_words,
+                                 model_words,
+)
 from leaderboard.links import MethodCode, method_code, paper_url
-from leaderboard.plots import (Sweep, ablations, color_limit, heatmap_default, id_vs_ood, matrices, sweep_display,
-                               varying_params)
+from leaderboard.plots import (
+                                 Sweep,
+                                 ablations,
+                                 color_limit,
+                                 heatmap_default,
+                                 id_vs_ood,
+                                 matrices,
+                                 sweep_display,
+                                 varying_params,
+)
 from leaderboard.ranking import RANKING_COLUMNS, Verdict, pgr, ranking, verdict
 
 __all__ = ["ALL", "BOARD_COLUMNS", "COLUMN_BY_NAME", "DEFAULT_COLUMNS", "DEFINITIONS", "HELP", "METRICS",

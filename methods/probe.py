@@ -5,9 +5,9 @@ import dataclasses
 
 from pydantic import Field
 
+from methods.api import MethodParams
 from methods.lp_ft import train_head_only
 from methods.naive import Naive
-from methods.api import MethodParams
 
 
 class Probe(Naive):

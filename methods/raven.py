@@ -6,8 +6,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, Field
 
 from bench.errors import BenchError
-from methods.api import LabelInputs, Labels, MethodParams
-from methods.api import Step
+from methods.api import LabelInputs, Labels, MethodParams, Step
 from methods.naive import Naive
 
 LOGIT_EPS = 1e-6   # teachers' labels are clamped to [eps, 1 - eps] before their logit: a label of exactly 0 or 1

@@ -6,7 +6,12 @@ import dataclasses
 from pydantic import Field
 
 from bench.train import pair_rewards, validation_metrics
-from methods.api import MethodParams, load_trainable_state, preference_probability, trainable_state
+from methods.api import (
+    MethodParams,
+    load_trainable_state,
+    preference_probability,
+    trainable_state,
+)
 from methods.naive import Naive
 
 

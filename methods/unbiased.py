@@ -8,8 +8,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, Field
 
 from bench.errors import BenchError
-from methods.api import LabelInputs, Labels, MethodParams
-from methods.api import Step
+from methods.api import LabelInputs, Labels, MethodParams, Step
 from methods.naive import Naive
 
 

@@ -71,3 +71,35 @@ def naive(runs, tmp_path):
     from small_runs import submission_copy
 
     return submission_copy(runs, tmp_path / "naive")
+
+
+# --- tiny decoders (tests/decoder_fixtures.py), one per family, built once per test module ------------------
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory):
+    """{family: ModelSpec} of a tiny random decoder of each family (qwen, llama), saved to a folder."""
+    from decoder_fixtures import FAMILIES, save_tiny_decoder
+
+    from bench.specs import ModelSpec
+
+    out = {}
+    for family in FAMILIES:
+        folder = tmp_path_factory.mktemp(family)
+        save_tiny_decoder(folder, family)
+        out[family] = ModelSpec(name=f"tiny-{family}", path=str(folder), architecture="decoder")
+    return out
+
+
+@pytest.fixture(scope="module")
+def tokenizers(specs):
+    """{family: the tokenizer of ``specs``'s model}."""
+    from bench.models import load_tokenizer
+
+    return {family: load_tokenizer(spec) for family, spec in specs.items()}
+
+
+@pytest.fixture(scope="module")
+def models(specs):
+    """{family: ``specs``'s model as a reward model, head seeded 0}."""
+    from bench.models import load_reward_model
+
+    return {family: load_reward_model(spec, seed=0) for family, spec in specs.items()}

@@ -3,7 +3,9 @@ import hashlib
 import json
 
 import pytest
-from test_mini_suite import _has_cue   # a response carries a cue: the mini suite's own test of it
+from test_mini_suite import (
+    _has_cue,  # a response carries a cue: the mini suite's own test of it
+)
 
 from bench.candidates import CandidateSet, check_against_pairs, score_candidate_sets
 from bench.data import load_pairs

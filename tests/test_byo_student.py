@@ -17,11 +17,11 @@ import warnings
 from pathlib import Path
 
 import pytest
+from small_runs import edit_json, first_cell, reseal
 
 from bench.cli import main
 from bench.io import sha256_file
 from bench.results import EXTERNAL_NOTE, load_cell
-from small_runs import edit_json, first_cell, reseal
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "bring-your-own-student.md"
@@ -174,8 +174,8 @@ def test_evaluate_writes_external_cells_that_recompute(walk, monkeypatch):
 
 
 def test_external_row_validates_and_is_on_the_board_beside_naive(walk):
-    from leaderboard.core import load_board, ranking
     from bench.submissions import is_external
+    from leaderboard.core import load_board, ranking
 
     board = load_board(walk.work / "submissions")
     assert all(v.ok for v in board.validations), [list(map(str, v.errors)) for v in board.validations]
@@ -432,16 +432,16 @@ def test_bad_evaluate_options_are_refused(walk, tmp_path, argv, problem):
 
 
 def test_a_decoder_tokenizer_without_a_chat_template_is_refused(tmp_path, small_protocol):
+    from decoder_fixtures import save_tiny_decoder
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from bench.errors import BenchError
     from bench.evaluate import evaluate
     from bench.settings import RunSettings
     from bench.specs import ModelPairSpec, ModelSpec, TrainConfig
-    from test_decoders import _save_tiny
 
     base = tmp_path / "qwen"
-    _save_tiny(base, "qwen")
+    save_tiny_decoder(base, "qwen")
     spec = ModelSpec(name="tiny-qwen", path=str(base), architecture="decoder")
     models = ModelPairSpec(name="tiny-qwen-pair", description="tiny random Qwen2", weak=dataclasses.replace(
         spec, num_layers=1), strong=spec, teacher_train=TrainConfig(1e-3, 1, 8), student_train=TrainConfig(1e-3, 1, 8))

@@ -6,7 +6,11 @@ from pathlib import Path
 import pytest
 
 from bench.candidates import CandidateSet
-from bench.datasets.candidate_sets import group_by_context, normalize_helpsteer3, normalize_ultrafeedback
+from bench.datasets.candidate_sets import (
+    group_by_context,
+    normalize_helpsteer3,
+    normalize_ultrafeedback,
+)
 from bench.datasets.rows import DropReason
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "candidates"

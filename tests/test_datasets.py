@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.data import LoadedSplit, Pair, load_pairs
-from bench.datasets import hh, helpsteer3, loading, pku_saferlhf, rail, ultrafeedback
+from bench.datasets import helpsteer3, hh, loading, pku_saferlhf, rail, ultrafeedback
 from bench.datasets.rows import DropReason
 from bench.errors import BenchError
 from bench.protocols import DATASETS, PROTOCOLS
@@ -146,8 +146,8 @@ def test_limit_takes_a_seeded_sample_in_file_order():
 
 def test_the_sample_is_uniform_over_the_split():
     """Reservoir sampling: each usable pair is kept with probability limit/usable, wherever it sits."""
-    from bench.datasets.loading import normalise
     from bench.datasets import hh
+    from bench.datasets.loading import normalise
 
     rows = [{"chosen": f"\n\nHuman: q{i}\n\nAssistant: yes {i}", "rejected": f"\n\nHuman: q{i}\n\nAssistant: no {i}"}
             for i in range(40)]

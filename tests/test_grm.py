@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from test_decoders import FAMILIES, specs, tokenizers  # noqa: F401 (fixtures)
+from decoder_fixtures import FAMILIES
 from test_pair_rows import _pairs
 
 import methods.grm as grm

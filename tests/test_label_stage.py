@@ -12,11 +12,18 @@ from bench import pipeline
 from bench.data import OrderedPair, Pair
 from bench.errors import BenchError
 from bench.label_stage import checked
-from methods.api import LabelInputs, Labels, drop_share, has_label_stage
 from bench.results import RESULT_FILE, recompute_folder
 from bench.settings import RunSettings
 from methods import make_method
-from methods.api import Method, Step, check_method_class
+from methods.api import (
+    LabelInputs,
+    Labels,
+    Method,
+    Step,
+    check_method_class,
+    drop_share,
+    has_label_stage,
+)
 from methods.naive import Naive
 from methods.probe_relabel import knn_predictions, logreg_predictions
 from methods.raven import combined_targets, weight_step
@@ -239,13 +246,13 @@ def test_features_are_what_the_encoder_head_reads(strong_spec):
 
 
 def test_features_are_what_the_decoder_head_reads_on_pair_rows(tmp_path):
-    from test_decoders import _save_tiny
+    from decoder_fixtures import save_tiny_decoder
 
     from bench.formatting import formatter_for
     from bench.models import load_reward_model, load_tokenizer
     from bench.specs import ModelSpec
 
-    _save_tiny(tmp_path, "qwen")
+    save_tiny_decoder(tmp_path, "qwen")
     spec = ModelSpec(name="tiny-qwen", path=str(tmp_path), architecture="decoder")
     _check_features_are_what_the_head_reads(load_reward_model(spec, seed=0), formatter_for(spec, load_tokenizer(spec), 128))
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from small_runs import HOSTILE, flip_one_student_pair, hostile_root, zip_folder
 
 from bench.report import TEACHER
 from leaderboard import cache, core, figures, uploads
-from small_runs import HOSTILE, flip_one_student_pair, hostile_root, zip_folder
 
 REFERENCE = Path(__file__).resolve().parents[1] / "submissions"
 
@@ -242,7 +242,7 @@ def test_methods_link_to_their_paper_and_code():
     assert core.paper_url('"When In-Distribution Gains Fail" (2026)') == ""   # no address known: no link
     assert core.paper_url("EleutherAI w2s (github.com/EleutherAI/w2s, w2s/loss.py)") == "https://github.com/EleutherAI/w2s"
     assert core.paper_url("mine (github.com/attacker/payload)") == ""   # an address a submission names: no link
-    from methods import METHODS   # every built-in method with a source links to it
+    from methods import METHODS  # every built-in method with a source links to it
     unlinked = {name for name in METHODS.names() if not core.paper_url(METHODS.get(name).paper)}
     assert unlinked == {"teacher-ensemble"}   # it records no paper
     assert core.paper_url(METHODS.get("anchor").paper) == "https://arxiv.org/abs/2605.25629"

@@ -20,11 +20,17 @@ import time
 from pathlib import Path
 
 import pytest
+from small_runs import (
+    HOSTILE,
+    flip_one_student_pair,
+    hostile_root,
+    small_runs,
+    zip_folder,
+)
+from test_leaderboard import NUMBER, REFERENCE, corrupt_zip, finder_zip
 
 from bench.report import TEACHER
 from leaderboard import core
-from small_runs import HOSTILE, flip_one_student_pair, hostile_root, small_runs, zip_folder
-from test_leaderboard import NUMBER, REFERENCE, corrupt_zip, finder_zip
 
 GROUP = ("mini-test", "tiny-test")   # the board's default: the group with the most submissions
 # A second group, mini x tiny: four reference submissions whose text is among the board's widest (long

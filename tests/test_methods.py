@@ -5,10 +5,17 @@ import textwrap
 
 import pytest
 import torch
+from helpers import step_of
 from torch import nn
 
 from bench.errors import BenchError
-from methods import METHODS, get_method_class, load_method_file, make_method, method_origin
+from methods import (
+    METHODS,
+    get_method_class,
+    load_method_file,
+    make_method,
+    method_origin,
+)
 from methods.api import Step, head_parameter_names, parse_front_matter
 from methods.confidence import hardened_predictions, mixing_weight
 
@@ -25,11 +32,6 @@ class Toy(nn.Module):
         with torch.no_grad():
             self.body.weight.copy_(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
             self.classifier.weight.copy_(torch.tensor([[0.5, -1.0]]))
-
-
-def step_of(r_a, r_b, q, index=0, total=1):
-    return Step(r_a=torch.tensor(r_a), r_b=torch.tensor(r_b), target=torch.tensor(q), batch={},
-                hidden_states=None, index=index, total=total)
 
 
 def test_every_method_has_front_matter_and_valid_defaults():
@@ -79,7 +81,8 @@ def test_confidence_loss_by_hand_and_as_the_reference_two_class_form():
     # p = sigmoid(d); mean q = 0.5; quantile(p, 0.5) between 0.269 and 0.622 -> h = [1, 0, 1, 0]
     h = [1.0, 0.0, 1.0, 0.0]
     target = [0.5 * qi + 0.5 * hi for qi, hi in zip(q, h)]
-    sig = lambda x: 1 / (1 + math.exp(-x))
+    def sig(x):
+        return 1 / (1 + math.exp(-x))
     expected = -sum(t * math.log(sig(x)) + (1 - t) * math.log(1 - sig(x)) for t, x in zip(target, d)) / 4
     assert loss.item() == pytest.approx(expected, rel=1e-6)
     assert logs["alpha_t"] == 0.5 and logs["hard_positive_rate"] == 0.5

@@ -1,6 +1,5 @@
 """Every built-in method end to end on the shrunken mini; `bench sweep`; `bench run --method-file`;
 and an external method package installed and found through its entry point."""
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -8,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from bench import pipeline
-from bench.settings import RunSettings
 from bench.cli import main
 from bench.errors import BenchError
 from bench.metrics import accuracy
 from bench.results import RESULT_FILE, find_cells, recompute_folder
+from bench.settings import RunSettings
 from methods import METHODS
 
 PLUGIN = Path(__file__).parent / "plugins" / "shiftbench-example"
@@ -102,10 +101,9 @@ class DoubleBT(Naive):
 def test_external_package_through_its_entry_point(registered_small, tmp_path, cache, capsys, monkeypatch):
     """The docs/adding-a-method.md example package, pip-installed into a folder, found by entry point."""
     import importlib
+    import shutil
 
     import methods
-
-    import shutil
 
     source, site = tmp_path / "src", tmp_path / "site"
     shutil.copytree(PLUGIN, source)  # building writes into the source folder: keep the repo clean

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from helpers import step_of
 from torch import nn
 
 from bench.errors import BadParamsError, BenchError
@@ -23,12 +24,6 @@ def sig(x):
 def bce(d, t):
     """-[t log s(d) + (1 - t) log s(-d)], the soft-label BT loss of one pair, written out."""
     return -(t * math.log(sig(d)) + (1 - t) * math.log(sig(-d)))
-
-
-def step_of(r_a, r_b, q, index=0, total=1, grad=False, dtype=torch.float32):
-    r_a = torch.tensor(r_a, requires_grad=grad, dtype=dtype)
-    return Step(r_a=r_a, r_b=torch.tensor(r_b, dtype=dtype), target=torch.tensor(q, dtype=dtype), batch={},
-                hidden_states=None, index=index, total=total)
 
 
 def test_the_new_methods_are_registered_and_listed(capsys):

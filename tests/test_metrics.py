@@ -2,7 +2,14 @@ import math
 
 import pytest
 
-from bench.metrics import accuracy, bon_accuracy, bon_cell_metrics, bon_credit, cell_metrics, shift_metrics
+from bench.metrics import (
+    accuracy,
+    bon_accuracy,
+    bon_cell_metrics,
+    bon_credit,
+    cell_metrics,
+    shift_metrics,
+)
 
 
 def test_accuracy_counts_wins_and_half_ties():

@@ -3,7 +3,14 @@ import random
 import pytest
 import torch
 
-from bench.models import collate, formatter_for, load_reward_model, load_tokenizer, model_inputs, score
+from bench.models import (
+    collate,
+    formatter_for,
+    load_reward_model,
+    load_tokenizer,
+    model_inputs,
+    score,
+)
 from methods import make_method
 from methods.anchor import anchor_layers, masked_hidden_mse
 from methods.api import Step

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 import torch
-from test_decoders import FAMILIES, PROMPT, RESPONSE, specs, tokenizers  # noqa: F401 (fixtures)
+from decoder_fixtures import FAMILIES, PROMPT, RESPONSE
 
 from bench.formatting import formatter_for
 from bench.models import collate, load_reward_model, reward_forward, score
@@ -97,9 +97,9 @@ def test_scoring_and_reference_states_match_the_two_sequence_path(family, specs,
 
 
 def test_the_real_smollm2_gives_the_same_rewards_in_pair_rows():
-    from test_decoders import MODEL_PAIRS, load_tokenizer
-
     from bench import smollm2
+    from bench.models import load_tokenizer
+    from bench.protocols import MODEL_PAIRS
     from bench.settings import default_cache_dir
 
     if not smollm2.is_complete(default_cache_dir() / "models" / smollm2.FOLDER):

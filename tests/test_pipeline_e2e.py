@@ -4,10 +4,16 @@ import json
 
 import pytest
 
-from bench.settings import RunSettings
 from bench import pipeline
 from bench.cli import main
-from bench.results import RESULT_FILE, SCORES_FILE, find_cells, load_cell, recompute_folder
+from bench.results import (
+    RESULT_FILE,
+    SCORES_FILE,
+    find_cells,
+    load_cell,
+    recompute_folder,
+)
+from bench.settings import RunSettings
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +59,7 @@ def test_result_records_provenance(runs, small_protocol):
     assert result.protocol.name == small_protocol.name and len(result.protocol.hash) == 16
     assert result.models["strong"]["revision"]["weights_sha256"]
     assert result.environment["packages"]["torch"]
-    import torch   # the kernels torch picked, which with the thread count decide the float sums' order
+    import torch  # the kernels torch picked, which with the thread count decide the float sums' order
     assert result.environment["cpu"]["torch_capability"] == torch.backends.cpu.get_cpu_capability()
     assert set(result.eval_sets) == set(small_protocol.datasets)
     assert result.eval_sets[result.source].role == "id"

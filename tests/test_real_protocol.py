@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from bench import pipeline
-from bench.settings import RunSettings
 from bench.cli import main
 from bench.datasets.offline_dir import build
 from bench.protocols import PROTOCOLS, protocol_hash
 from bench.results import RESULT_FILE, recompute_folder
+from bench.settings import RunSettings
 
 REALDATA = Path(os.environ.get("SHIFTBENCH_REALDATA", Path(__file__).resolve().parents[2] / "shared" / "realdata"))
 
@@ -36,11 +36,10 @@ def test_capped_protocol_is_named_and_hashed_apart():
 
 
 def test_cap_length_reaches_the_formatters_and_a_tiny_one_is_refused(tmp_path):
-    from bench.cli import build_parser, run_settings
-    from bench.errors import BenchError
-
     from bench.cache import Cache
+    from bench.cli import build_parser, run_settings
     from bench.context import RunContext
+    from bench.errors import BenchError
     from bench.pipeline import checked_method
 
     args = build_parser().parse_args(["run", "--method", "naive", "--protocol", "w2s-shift-v1", "--cap-length", "128"])

@@ -2,8 +2,8 @@ import dataclasses
 
 import pytest
 
-from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
 from bench.errors import UnknownNameError
+from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
 from bench.registry import Registry
 from bench.specs import stable_hash
 

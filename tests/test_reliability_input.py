@@ -9,10 +9,10 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from small_runs import edit_json, first_cell, reseal, zip_folder
 
 from bench.errors import BenchError
 from bench.submissions import SUBMISSION_FILE, limits, submit, validate_submission
-from small_runs import edit_json, first_cell, reseal, zip_folder
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "datasets"
 COLUMNS = "eval_set,pair_id,teacher_chosen,teacher_rejected,student_chosen,student_rejected\n"

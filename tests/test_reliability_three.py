@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from small_runs import edit_json, first_cell, reseal, zip_folder
 
 from bench.submissions import SUBMISSION_FILE, cell_folder, validate_submission
-from small_runs import edit_json, first_cell, reseal, zip_folder
 
 
 def check(runs, folder):

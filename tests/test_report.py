@@ -1,6 +1,12 @@
 """bench report's tables from hand-made cell results: means, spreads over seeds, the teacher row."""
 from bench.report import TEACHER, method_table
-from bench.results import CellMetrics, CellResult, EvalSetResult, MethodRecord, ProtocolRef
+from bench.results import (
+    CellMetrics,
+    CellResult,
+    EvalSetResult,
+    MethodRecord,
+    ProtocolRef,
+)
 
 
 def cell(method, seed, source, target, teacher_id, student_id, teacher_ood, student_ood):

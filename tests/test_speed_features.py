@@ -7,12 +7,13 @@ import random
 
 import pytest
 import torch
+from helpers import train_examples
 
 from bench.models import collate, frozen_copy, load_reward_model, model_inputs
-from bench.specs import TrainConfig, canonical_json
-from bench.train import TrainExample, epoch_batches, train_reward_model, train_student
-from methods import make_method
 from bench.reference import ReferenceStates
+from bench.specs import TrainConfig, canonical_json
+from bench.train import epoch_batches, train_reward_model, train_student
+from methods import make_method
 from methods.anchor import anchor_layers, response_mse
 from methods.naive import Naive
 
@@ -45,13 +46,7 @@ def test_grouping_off_is_the_old_order_and_does_not_change_spec_hashes():
 
 @pytest.fixture(scope="module")
 def examples(strong_spec):
-    from bench.data import load_pairs
-    from bench.models import formatter_for, load_tokenizer
-    from bench.protocols import DATASETS
-
-    fmt = formatter_for(strong_spec, load_tokenizer(strong_spec), 64)
-    pairs = load_pairs(DATASETS.get("mini/recipes"), "train", 40).pairs
-    return [TrainExample(fmt.encode(p.prompt, p.chosen), fmt.encode(p.prompt, p.rejected), 0.7) for p in pairs]
+    return train_examples(strong_spec, 40, [0.7])
 
 
 def test_length_grouped_training_runs(small_models, examples):
@@ -142,7 +137,7 @@ def test_vllm_scores_match_hf(tmp_path):
     pytest.importorskip("vllm")
     if not torch.cuda.is_available():
         pytest.skip("vLLM scoring needs a CUDA GPU")
-    from test_decoders import PROMPT, _save_tiny
+    from decoder_fixtures import PROMPT, save_tiny_decoder
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
     from bench.formatting import formatter_for
@@ -150,7 +145,7 @@ def test_vllm_scores_match_hf(tmp_path):
     from bench.scorers.vllm import score_with_vllm
     from bench.specs import ModelSpec
 
-    _save_tiny(tmp_path, "qwen")  # its tokenizer and template; then a model with vLLM-friendly head sizes
+    save_tiny_decoder(tmp_path, "qwen")  # its tokenizer and template; then a model with vLLM-friendly head sizes
     tokenizer = AutoTokenizer.from_pretrained(tmp_path)
     Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer) + 8, hidden_size=128, intermediate_size=256,
                                  num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,

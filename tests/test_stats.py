@@ -6,7 +6,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.stats import Board, cell_from_scores, load_cells, plain, resamples_from_indices, t_quantile
+from bench.stats import (
+    Board,
+    cell_from_scores,
+    load_cells,
+    plain,
+    resamples_from_indices,
+    t_quantile,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "submissions" / "mini" / "tiny"

@@ -9,14 +9,31 @@ import shutil
 from pathlib import Path
 
 import pytest
+from small_runs import (
+    RUNS,
+    edit_json,
+    first_cell,
+    flip_one_student_pair,
+    reseal,
+    zip_folder,
+)
 
 from bench.errors import BenchError
 from bench.io import sha256_file
 from bench.results import read_result
-from bench.submissions import (SUBMISSION_FILE, Validation, cell_folder, extract_upload, limits, public_command,
-                               submit, teacher_conflicts, validate_submission, validate_tree)
+from bench.submissions import (
+    SUBMISSION_FILE,
+    Validation,
+    cell_folder,
+    extract_upload,
+    limits,
+    public_command,
+    submit,
+    teacher_conflicts,
+    validate_submission,
+    validate_tree,
+)
 from bench.submissions.check import _check_text as check_text
-from small_runs import RUNS, edit_json, first_cell, flip_one_student_pair, reseal, zip_folder
 
 
 def check(runs, folder) -> Validation:

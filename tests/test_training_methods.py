@@ -8,15 +8,23 @@ import math
 
 import pytest
 import torch
+from helpers import train_examples
 
 from bench.data import sub_seed
 from bench.errors import BenchError
 from bench.models import load_reward_model, score
 from bench.specs import EarlyStopping, canonical_json, stable_hash
-from bench.train import (TrainExample, TrainingLoop, apply_freezing, epoch_batches, holdout_split, lr_schedule,
-                         train_reward_model, validation_metrics)
-from methods.api import load_trainable_state, trainable_state
+from bench.train import (
+    TrainingLoop,
+    apply_freezing,
+    epoch_batches,
+    holdout_split,
+    lr_schedule,
+    train_reward_model,
+    validation_metrics,
+)
 from methods import make_method
+from methods.api import load_trainable_state, trainable_state
 from methods.naive import Naive
 
 TARGETS = (0.8, 0.3, 0.65, 0.1)   # soft labels that vary from pair to pair, none exactly 0.5
@@ -25,14 +33,7 @@ TARGETS = (0.8, 0.3, 0.65, 0.1)   # soft labels that vary from pair to pair, non
 @pytest.fixture(scope="module")
 def examples(strong_spec):
     """16 pairs of mini/recipes (chosen as a, rejected as b) with varied soft labels."""
-    from bench.data import load_pairs
-    from bench.models import formatter_for, load_tokenizer
-    from bench.protocols import DATASETS
-
-    fmt = formatter_for(strong_spec, load_tokenizer(strong_spec), 64)
-    pairs = load_pairs(DATASETS.get("mini/recipes"), "train", 16).pairs
-    return [TrainExample(fmt.encode(p.prompt, p.chosen), fmt.encode(p.prompt, p.rejected), TARGETS[i % 4])
-            for i, p in enumerate(pairs)]
+    return train_examples(strong_spec, 16, TARGETS)
 
 
 @pytest.fixture
@@ -152,7 +153,8 @@ def test_early_stopping_settings_are_checked():
 def test_validation_metrics_by_hand():
     # d = 1, -2, 0; labels 0.9, 0.5, 0.2: agreement 1 + 1/2 (label tie) + 1/2 (reward tie) of 3
     metrics = validation_metrics([1.0, 0.0, 3.0], [0.0, 2.0, 3.0], [0.9, 0.5, 0.2])
-    sig = lambda x: 1.0 / (1.0 + math.exp(-x))
+    def sig(x):
+        return 1.0 / (1.0 + math.exp(-x))
     bt = [-(q * math.log(sig(d)) + (1 - q) * math.log(sig(-d))) for d, q in ((1.0, 0.9), (-2.0, 0.5), (0.0, 0.2))]
     assert metrics["loss"] == pytest.approx(sum(bt) / 3, rel=1e-12)
     assert metrics["agreement"] == pytest.approx(100.0 * 2 / 3)

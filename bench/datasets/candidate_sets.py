@@ -26,7 +26,15 @@ import json
 from typing import Any, Iterable
 
 from bench.candidates import CandidateSet
-from bench.datasets.rows import DropReason, Malformed, get, get_choice, get_str, messages, normalizer
+from bench.datasets.rows import (
+    DropReason,
+    Malformed,
+    get,
+    get_choice,
+    get_str,
+    messages,
+    normalizer,
+)
 
 UF_ASPECTS = ("helpfulness", "honesty", "instruction_following", "truthfulness")
 UF_COMPLETIONS = 4

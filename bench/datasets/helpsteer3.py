@@ -7,7 +7,15 @@ rejected == response1, which trains nothing). ``|overall_preference|`` is kept a
 from __future__ import annotations
 
 from bench.data import Pair
-from bench.datasets.rows import DropReason, get, get_choice, get_str, make_pair, messages, normalizer
+from bench.datasets.rows import (
+    DropReason,
+    get,
+    get_choice,
+    get_str,
+    make_pair,
+    messages,
+    normalizer,
+)
 
 REQUIRED_COLUMNS = ("context", "response1", "response2", "overall_preference")
 RULE = ("prompt = context (user/assistant turns, last one user); overall_preference < 0 -> chosen = response1, "

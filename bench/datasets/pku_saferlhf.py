@@ -8,7 +8,14 @@ would teach helpfulness under a harmless label. Both safety flags go into the pa
 from __future__ import annotations
 
 from bench.data import Pair
-from bench.datasets.rows import DropReason, get, get_choice, get_str, make_pair, normalizer
+from bench.datasets.rows import (
+    DropReason,
+    get,
+    get_choice,
+    get_str,
+    make_pair,
+    normalizer,
+)
 
 REQUIRED_COLUMNS = ("prompt", "response_0", "response_1", "safer_response_id",
                     "is_response_0_safe", "is_response_1_safe")

@@ -9,7 +9,14 @@ from __future__ import annotations
 import math
 
 from bench.data import Message, Pair
-from bench.datasets.rows import DropReason, Malformed, get, get_str, make_pair, normalizer
+from bench.datasets.rows import (
+    DropReason,
+    Malformed,
+    get,
+    get_str,
+    make_pair,
+    normalizer,
+)
 
 REQUIRED_COLUMNS = ("context", "prompt", "chosen_text", "rejected_text")
 RULE = ("prompt = parse(context) + [user: prompt], where each context line starting 'Human:' / 'Assistant:' "

@@ -11,7 +11,15 @@ dropped (by ``make_pair``), and their pairs carry no margin.
 from __future__ import annotations
 
 from bench.data import Pair
-from bench.datasets.rows import DropReason, Malformed, get, get_number, make_pair, messages, normalizer
+from bench.datasets.rows import (
+    DropReason,
+    Malformed,
+    get,
+    get_number,
+    make_pair,
+    messages,
+    normalizer,
+)
 
 REQUIRED_COLUMNS = ("chosen", "rejected")
 RULE = ("prompt = chosen[:-1] (dropped unless equal to rejected[:-1]); chosen/rejected = the last message's "

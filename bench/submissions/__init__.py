@@ -40,12 +40,27 @@ One job per module:
 """
 from bench.submissions.check import validate_submission
 from bench.submissions.commands import absolute_paths, public_command
-from bench.submissions.limits import (KIND, MAX_FILES, MAX_JSON_BYTES, MAX_SCORES_BYTES, MAX_SUBMISSION_BYTES,
-                                      MAX_TEXT_CHARS, SCHEMA_VERSION, SUBMISSION_FILE, Problem, Validation,
-                                      cell_folder)
+from bench.submissions.limits import (
+    KIND,
+    MAX_FILES,
+    MAX_JSON_BYTES,
+    MAX_SCORES_BYTES,
+    MAX_SUBMISSION_BYTES,
+    MAX_TEXT_CHARS,
+    SCHEMA_VERSION,
+    SUBMISSION_FILE,
+    Problem,
+    Validation,
+    cell_folder,
+)
 from bench.submissions.pack import submit
 from bench.submissions.schema import code_version, submission_summary
-from bench.submissions.tree import find_submissions, label_conflicts, teacher_conflicts, validate_tree
+from bench.submissions.tree import (
+    find_submissions,
+    label_conflicts,
+    teacher_conflicts,
+    validate_tree,
+)
 from bench.submissions.upload import extract_upload
 
 

@@ -16,22 +16,46 @@ from typing import Any, Iterator, Mapping
 
 from pydantic import BaseModel, ValidationError
 
+import bench.submissions.limits as limits
+import bench.submissions.reference as reference_teacher
 from bench.data import STUDENT_STAGES, TEACHER_STAGES, stage_seed
 from bench.errors import UnknownNameError
 from bench.io import sha256_file
-from bench.results import (EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE,
-                           CellResult, params_slug, recompute)
+from bench.results import (
+    EXTERNAL_NOTE,
+    METHOD_SOURCE_FILE,
+    RESULT_FILE,
+    SCORES_FILE,
+    CellResult,
+    params_slug,
+    recompute,
+)
+from bench.results import SCHEMA_VERSION as RESULT_SCHEMA
 from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.stats import cell_from_scores
-import bench.submissions.limits as limits
 from bench.submissions.commands import absolute_paths
-from bench.submissions.limits import (CELL_FILE_RE, LOCAL_PATH_RE, NAME_RE, PARAM_KEY_RE, REFERENCES, REGENERATE,
-                                      SCHEMA_VERSION, SUBMISSION_FILE, UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder,
-                                      unsafe_text)
-from bench.submissions.schema import SubmissionFile, code_version, submission_intervals, submission_summary
-import bench.submissions.reference as reference_teacher
+from bench.submissions.limits import (
+    CELL_FILE_RE,
+    LOCAL_PATH_RE,
+    NAME_RE,
+    PARAM_KEY_RE,
+    REFERENCES,
+    REGENERATE,
+    SCHEMA_VERSION,
+    SUBMISSION_FILE,
+    UNSAFE_TEXT_HELP,
+    Validation,
+    _Stop,
+    cell_folder,
+    unsafe_text,
+)
+from bench.submissions.schema import (
+    SubmissionFile,
+    code_version,
+    submission_intervals,
+    submission_summary,
+)
 from bench.submissions.scores import as_rows, read_scores
-
 
 
 # --- small helpers --------------------------------------------------------------------------------------

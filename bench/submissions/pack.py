@@ -11,15 +11,33 @@ from typing import Mapping
 
 from bench.errors import BenchError
 from bench.io import atomic_write_json, sha256_file, staged_folder
-from bench.results import (EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCORES_FILE, CellResult, load_cell,
-                           params_slug)
+from bench.results import (
+    EXTERNAL_NOTE,
+    METHOD_SOURCE_FILE,
+    RESULT_FILE,
+    SCORES_FILE,
+    CellResult,
+    load_cell,
+    params_slug,
+)
 from bench.specs import ModelPairSpec, ProtocolSpec
+from bench.stats import load_cells
 from bench.submissions.check import validate_submission
 from bench.submissions.commands import public_command
-from bench.submissions.limits import (KIND, MAX_TEXT_CHARS, SCHEMA_VERSION, SUBMISSION_FILE, UNSAFE_TEXT_HELP,
-                                      cell_folder, unsafe_text)
-from bench.stats import load_cells
-from bench.submissions.schema import code_version, submission_intervals, submission_summary
+from bench.submissions.limits import (
+    KIND,
+    MAX_TEXT_CHARS,
+    SCHEMA_VERSION,
+    SUBMISSION_FILE,
+    UNSAFE_TEXT_HELP,
+    cell_folder,
+    unsafe_text,
+)
+from bench.submissions.schema import (
+    code_version,
+    submission_intervals,
+    submission_summary,
+)
 
 
 def _group_cells(paths: list[Path]) -> dict[tuple, list[tuple[Path, CellResult]]]:

@@ -9,8 +9,8 @@ import zlib
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from bench.results import SCORE_COLUMNS
 import bench.submissions.limits as limits
+from bench.results import SCORE_COLUMNS
 from bench.submissions.limits import REGENERATE, Validation, unsafe_text
 
 

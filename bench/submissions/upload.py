@@ -14,10 +14,10 @@ import stat
 import zlib
 from pathlib import Path
 
+import bench.submissions.limits as limits
 from bench.errors import BenchError
 from bench.report import fmt
 from bench.results import METHOD_SOURCE_FILE
-import bench.submissions.limits as limits
 from bench.submissions.limits import CELL_FILE_RE, SUBMISSION_FILE
 
 REZIP = "zip the submission folder again (python -m zipfile -c sub.zip FOLDER/)"

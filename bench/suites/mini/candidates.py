@@ -58,7 +58,15 @@ import random
 from typing import TYPE_CHECKING, Iterator
 
 from bench.candidates import CandidateSet
-from bench.suites.mini import CUES, Domain, HelpfulBank, _holdout, domains, generate, sibling_cues
+from bench.suites.mini import (
+    CUES,
+    Domain,
+    HelpfulBank,
+    _holdout,
+    domains,
+    generate,
+    sibling_cues,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from bench.data import Pair
