@@ -143,12 +143,13 @@ def comparison_table(board: Board, a: str, b: str, by: str | None = None) -> pd.
     return pd.DataFrame(rows)
 
 
-def resolve(methods: list[str], name: str) -> str:
+def resolve(cells: list[Cell], name: str) -> str:
     """A method as given: its slug (``anchor_lam=0.1_layers=last``) or, when only one setting of it is
-    among ``methods``, its name (``anchor``)."""
+    among ``cells``, its name (``anchor``)."""
+    methods = sorted({c.method for c in cells})
     if name in methods:
         return name
-    matches = [m for m in methods if m.split("_", 1)[0] == name]
+    matches = sorted({c.method for c in cells if c.method_name == name})
     if len(matches) == 1:
         return matches[0]
     raise BenchError(f"method {name!r} is {'ambiguous' if matches else 'not in these results'}: give one of "
@@ -163,7 +164,7 @@ def split_pair(name: str) -> tuple[str, str | None]:
 
 def holds(cells: list[Cell], name: str) -> bool:
     """Whether ``cells`` hold the method ``name`` names (its slug or, as ``resolve`` takes it, its bare name)."""
-    return any(c.method.split("_", 1)[0] == name.split("_", 1)[0] for c in cells)
+    return any(name in (c.method, c.method_name) for c in cells)
 
 
 def one_side(groups: dict[tuple[str, str], list[Cell]], roots: list[Path], name: str) -> tuple[str, str, list[Cell]]:
@@ -182,7 +183,7 @@ def one_side(groups: dict[tuple[str, str], list[Cell]], roots: list[Path], name:
                else "give METHOD@PAIR with one of those pairs")
         raise BenchError(f"{name!r} is under {named(roots)} on {where}: {fix}")
     (protocol, pair), cells = next(iter(held.items()))
-    slug = resolve(sorted({c.method for c in cells}), method)
+    slug = resolve(cells, method)
     return protocol, f"{slug}@{pair}", [c for c in cells if c.method == slug]
 
 
@@ -241,7 +242,7 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None) -> tu
                          f"({', '.join('/'.join(k) for k in groups)}); point at one of them, e.g. "
                          f"{roots[0] / '/'.join(next(iter(groups)))}")
     cells = next(iter(groups.values()))
-    slugs = [resolve(sorted({c.method for c in cells}), n) for n in names or []]
+    slugs = [resolve(cells, n) for n in names or []]
     if slugs:
         cells = [c for c in cells if c.method in slugs]
     try:

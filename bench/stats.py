@@ -52,6 +52,12 @@ class Cell:
     eval_sets: tuple[EvalSet, ...]   # the ID set first, then the targets in the result's order
     independent: bool = False         # its protocol seeds every (seed, source) cell on its own (ProtocolSpec.seeding)
     looks: tuple[int, int] | None = None   # the seeds a paired comparison may be decided at (ProtocolSpec.looks)
+    name: str = ""                    # the method's registered name (with #R for a replicate): slugs are never parsed
+
+    @property
+    def method_name(self) -> str:
+        """The name a user gives for this method (``anchor`` for ``anchor_lam=0.1_layers=last``)."""
+        return self.name or self.method
 
 
 def correctness(chosen: Sequence[float], rejected: Sequence[float]) -> np.ndarray:
@@ -102,7 +108,8 @@ def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
     slug = replicate_slug(params_slug(result["method"]["name"], result["method"]["params"]), result.get("replicate", 0))
     looks = result["protocol"].get("looks")
     return Cell(slug, int(result["seed"]), result["source"], result["category"], tuple(sets),
-                result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None)
+                result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None,
+                replicate_slug(result["method"]["name"], result.get("replicate", 0)))
 
 
 def load_cells(folders: Iterable[str | Path]) -> list[Cell]:

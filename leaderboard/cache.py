@@ -37,7 +37,7 @@ from bench.stats import Cell, EvalSet, correctness_from_text, correctness_text
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import Problem, Validation
 
-FORMAT = 1   # the layout of an entry; bump it when what is stored changes
+FORMAT = 2   # the layout of an entry; bump it when what is stored changes
 # What a submission's validation outcome depends on besides its files: the check itself, the
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
@@ -93,7 +93,8 @@ def _to_json(v: Validation, key: str) -> dict:
     return {"format": FORMAT, "key": key, "folder": str(v.folder),
             "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
             "submission": v.submission, "cells": [c.model_dump(mode="json") for c in v.cells],
-            "pairs": [{"method": c.method, "seed": c.seed, "source": c.source, "category": c.category,
+            "pairs": [{"method": c.method, "name": c.name, "seed": c.seed, "source": c.source, "category": c.category,
+                       "independent": c.independent, "looks": list(c.looks) if c.looks else None,
                        "eval_sets": [{"name": e.name, "role": e.role, "pair_ids": list(e.pair_ids),
                                       "teacher": correctness_text(e.teacher), "student": correctness_text(e.student)}
                                      for e in c.eval_sets]} for c in v.pairs]}
@@ -104,7 +105,8 @@ def _from_json(data: dict, folder: Path) -> Validation:
 
     pairs = [Cell(c["method"], int(c["seed"]), c["source"], c["category"], tuple(
         EvalSet(e["name"], e["role"], tuple(e["pair_ids"]), correctness_from_text(e["teacher"], len(e["pair_ids"])),
-                correctness_from_text(e["student"], len(e["pair_ids"]))) for e in c["eval_sets"])) for c in data["pairs"]]
+                correctness_from_text(e["student"], len(e["pair_ids"]))) for e in c["eval_sets"]),
+        c["independent"], tuple(c["looks"]) if c["looks"] else None, c["name"]) for c in data["pairs"]]
     return Validation(folder, errors=[Problem(**p) for p in data["errors"]],
                       warnings=[Problem(**p) for p in data["warnings"]], submission=data["submission"],
                       cells=[CellResult.model_validate(c) for c in data["cells"]], pairs=pairs)

@@ -136,3 +136,21 @@ def test_the_extra_seeds_recompute_and_join_the_reference_seeds(capsys):
     assert board.seeds == tuple(range(7)) and names[0].startswith("reliability-filter_")
     delta = board.compare(*names).deltas["nts"]
     assert delta.t_low < 0 < delta.t_high   # the README's reading: undecided over seven seeds too
+
+
+def test_a_method_is_found_by_its_registered_name_never_by_parsing_its_slug():
+    """A plugin method whose name holds '_' (its slug my_method_alpha=1) is found by that name, and a
+    name that is only a slug's prefix finds nothing: cells carry the method's name (bench.stats.Cell.name)."""
+    import dataclasses
+
+    from bench.compare import holds, resolve
+    from bench.errors import BenchError
+
+    mine = [dataclasses.replace(c, method="my_method_alpha=1", name="my_method") for c in synthetic_cells("naive")]
+    other = [dataclasses.replace(c, method="my_alpha=2", name="my") for c in synthetic_cells("naive")]
+    cells = mine + other
+    assert resolve(cells, "my_method") == "my_method_alpha=1" and resolve(cells, "my") == "my_alpha=2"
+    assert resolve(cells, "my_alpha=2") == "my_alpha=2"
+    assert holds(cells, "my_method") and not holds(mine, "my")
+    with pytest.raises(BenchError, match="'my_method_alpha' is not in these results"):
+        resolve(cells, "my_method_alpha")
