@@ -1,6 +1,6 @@
 """The settings of a run, declared once: everything `bench run` and `bench sweep` are told.
 
-Built once (from the command line by ``bench.cli.run_settings``, or by a caller) and passed whole:
+Built once (from the command line by ``bench.commands.settings.run_settings``, or by a caller) and passed whole:
 the pipeline, every cell of a sweep and every executor's worker read the same frozen object. A new
 run option is a field here, an argument of the parser with the same name, and the code that uses it.
 """

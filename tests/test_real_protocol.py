@@ -37,7 +37,8 @@ def test_capped_protocol_is_named_and_hashed_apart():
 
 def test_cap_length_reaches_the_formatters_and_a_tiny_one_is_refused(tmp_path):
     from bench.cache import Cache
-    from bench.cli import build_parser, run_settings
+    from bench.cli import build_parser
+    from bench.commands.settings import run_settings
     from bench.context import RunContext
     from bench.errors import BenchError
     from bench.pipeline import checked_method

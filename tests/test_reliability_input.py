@@ -207,9 +207,11 @@ def test_seeds_outside_0_to_2_31_are_refused(seed, capsys):
 
 def test_the_largest_seed_parses_and_a_foreign_seed_is_said(capsys):
     import bench.cli as cli
+    import bench.commands.args as args
+    from bench.commands.settings import run_settings
 
-    assert cli.parse_seed(str(2**31 - 1)) == 2**31 - 1 and cli.parse_seed("0") == 0
-    settings = cli.run_settings(cli.build_parser().parse_args(["run", "--method", "naive", "--seeds", "0", "7"]))
+    assert args.parse_seed(str(2**31 - 1)) == 2**31 - 1 and args.parse_seed("0") == 0
+    settings = run_settings(cli.build_parser().parse_args(["run", "--method", "naive", "--seeds", "0", "7"]))
     assert settings.seeds == (0, 7)
     assert ("[bench] seed 7 not among mini's seeds [0, 1, 2]: run and reported, but bench submit takes only the "
             "protocol's seeds") in capsys.readouterr().err

@@ -83,7 +83,8 @@ def test_slurm_executor_runs_cells_as_submitit_jobs(small_protocol, small_models
 
 
 def test_sweep_cli_takes_executor_options():
-    from bench.cli import build_parser, typed
+    from bench.cli import build_parser
+    from bench.commands.args import typed
 
     args = build_parser().parse_args(["sweep", "--method", "anchor", "--grid", "lam=1,2", "--executor", "slurm",
                                       "--jobs", "4", "--slurm", "timeout_min=90", "--slurm", "slurm_partition=gpu"])

@@ -262,7 +262,8 @@ def test_early_stopping_from_the_command_line_to_the_result_and_the_board(regist
     """`bench run --early-stopping every=2`: the pair is renamed, so its cells have their own folder and
     rows; the student's log holds the curve and the chosen step; the report and the model pair card say so;
     `bench compare naive@PAIR+early-stop naive@PAIR` pairs it with the same method trained without it."""
-    from bench.cli import build_parser, cell_settings, main
+    from bench.cli import build_parser, main
+    from bench.commands.settings import cell_settings
     from bench.results import find_cells
 
     protocol, models = registered_small

@@ -1,0 +1,85 @@
+"""The commands that read what is registered or finished: ``bench list``, ``card``, ``report``, ``compare``
+and ``verify``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from bench.catalog import print_registered
+
+    print_registered(args.what, args.data_dir)
+    return 0
+
+
+def cmd_card(args: argparse.Namespace) -> int:
+    from bench.card import protocol_card
+    from bench.protocols import protocol_named
+
+    print(protocol_card(protocol_named(args.protocol)), end="")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from bench.compare import cells_under, decision_rule, decision_table
+    from bench.report import method_table
+    from bench.results import RESULT_FILE, find_cells
+    from bench.stats import Board
+
+    results = find_cells(args.out)
+    table = method_table(results, by=args.by)
+    if table.empty:
+        print(f"no finished results under {args.out}", file=sys.stderr)
+        return 1
+    print(table.to_string(index=False))
+    unfinished = sum(1 for _ in Path(args.out).rglob(RESULT_FILE)) - len(results)
+    if unfinished:  # never shown: an edited or damaged cell is not a result
+        print(f"\n{unfinished} cells under {args.out} are left out: incomplete, or their numbers do not recompute "
+              f"from their scores (bench verify --out {args.out} says which)", file=sys.stderr)
+    for (protocol, models), cells in cells_under(args.out).items():
+        try:
+            board = Board(cells)
+        except ValueError as error:   # methods run on different seeds or sources: no paired comparison
+            print(f"\n{protocol}/{models}: no intervals ({error})")
+            continue
+        print(f"\n{protocol}/{models}: 95% intervals over {len(board.seeds)} seeds and the test pairs; Δ vs naive is "
+              f"paired, {decision_rule(board)}")
+        print(decision_table(board).to_string(index=False, float_format=lambda v: f"{v:+.2f}"))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from bench.compare import board_for, comparison_table, decision_rule
+    from bench.stats import BOOTSTRAP_SEED
+
+    if args.until_decided:
+        from bench.decide import until_decided
+
+        return until_decided(args.out[0] if len(args.out) == 1 else args.out, args.a, args.b,
+                             budget_hours=args.budget, precision=args.precision, batch=args.batch,
+                             jobs=args.jobs or 1, cache_dir=args.cache_dir)
+
+    board, (a, b) = board_for(args.out, [args.a, args.b])
+    print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds, "
+          f"{board.resamples.n} bootstrap replicates, seed {BOOTSTRAP_SEED}); a difference is {decision_rule(board)}")
+    print(comparison_table(board, a, b, args.by).to_string(index=False))
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from bench.results import RESULT_FILE, SCORES_FILE, recompute_folder
+
+    # a scores file without its result.json is a cell cut off mid-write: report it too
+    folders = sorted({p.parent for name in (RESULT_FILE, SCORES_FILE) for p in Path(args.out).rglob(name)})
+    if not folders:
+        print(f"no results under {args.out}", file=sys.stderr)
+        return 1
+    bad = 0
+    for folder in folders:
+        problems = recompute_folder(folder)
+        bad += bool(problems)
+        print(f"{'FAIL' if problems else 'ok  '} {folder}" + "".join(f"\n     {p}" for p in problems))
+    print(f"{len(folders) - bad} of {len(folders)} cells recompute exactly from their per-pair scores")
+    return 1 if bad else 0

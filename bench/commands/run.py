@@ -1,0 +1,96 @@
+"""The commands that train and score: ``bench run``, ``sweep``, ``labels``, ``evaluate`` and ``export``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from bench.commands.args import typed
+from bench.commands.settings import cell_settings, run_settings
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from bench.distributed import launched
+    from bench.errors import BenchError
+    from bench.executors import auto_jobs, make_executor
+    from bench.pipeline import run
+    from bench.report import cell_table, params_text
+
+    settings = run_settings(args)
+    if args.jobs is not None and args.jobs < 1:
+        raise BenchError(f"--jobs {args.jobs}: give the number of cells to run at once, 1 or more")
+    if args.jobs and args.jobs > 1 and launched():
+        raise BenchError(f"--jobs {args.jobs} under a launcher (accelerate launch, torchrun): the launch already runs "
+                         "processes; drop --jobs, or run bench run without the launcher")
+    jobs = args.jobs or auto_jobs()
+    executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
+    if executor is not None and len(settings.cells) > 1:
+        from bench.sweep import run_parallel
+
+        print(f"[run] {len(settings.cells)} cells, up to {jobs} at a time in worker processes with {executor.threads} "
+              "torch thread(s) each (--jobs 1: one after another in this process)", file=sys.stderr)
+        results = run_parallel(settings, executor)
+    else:
+        if executor is not None:   # one cell: here, with the threads a worker would have, so that its key is the same
+            import torch
+
+            torch.set_num_threads(executor.threads)
+        results = run(settings)
+    method = results[0].method
+    print(f"\n{method.name} ({params_text(method.params) or 'no params'}) on {settings.protocol.name} "
+          f"v{settings.protocol.version} with {settings.models.name}; "
+          f"accuracy in points, teacher = weak model, student = strong model trained by the method")
+    print(cell_table(results))
+    print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from bench.executors import make_executor
+    from bench.report import method_table
+    from bench.sweep import run_sweep
+
+    settings = run_settings(args)
+    options = ({"folder": args.slurm_folder, "options": {k: typed(v) for k, v in args.slurm}}
+               if args.executor == "slurm" else {})
+    results = run_sweep(settings, args.grid, make_executor(args.executor, jobs=args.jobs, **options))
+    print(f"\n{settings.method} sweep on {settings.protocol.name} v{settings.protocol.version} with "
+          f"{settings.models.name}: one row per grid point")
+    print(method_table(results).to_string(index=False))
+    print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
+    return 0
+
+
+def cmd_labels(args: argparse.Namespace) -> int:
+    from bench.labels import export_labels
+
+    settings = cell_settings(args, "naive")   # the labels of the teacher-label methods, naive's among them
+    for folder in export_labels(settings, force=args.force):
+        print(f"labels: {folder}")
+    print(f"\ntrain a student on each cell's train.jsonl (or dataset/), then: bench evaluate --name NAME "
+          f"--protocol {settings.protocol.name} --models {settings.models.name} --student 'STUDENTS/{{cell}}' "
+          f"--labels {args.out} (docs/bring-your-own-student.md)")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from bench.evaluate import evaluate
+    from bench.report import cell_table
+
+    settings = cell_settings(args, args.name)
+    results = evaluate(settings, args.student, revision=args.revision, adapter=args.adapter, labels=args.labels,
+                       params=dict(args.param), paper=args.paper)
+    print(f"\n{args.name} (external training: scores recompute, training not reproduced) on "
+          f"{settings.protocol.name} v{settings.protocol.version} with {settings.models.name}; accuracy in points, "
+          "teacher = weak model, student = the checkpoint")
+    print(cell_table(results))
+    print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from bench.export import export_submission
+
+    dest = export_submission(args.submission, args.dest, force=args.force)
+    print(f"exported: {dest} (datasets.load_dataset({str(dest)!r}) reads it; push it with "
+          f"hf upload ORG/NAME {dest} --repo-type dataset)")
+    return 0
