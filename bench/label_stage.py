@@ -249,15 +249,16 @@ def _agreement(info: dict) -> dict:
 @torch.no_grad()
 def head_input_differences(model: nn.Module, pairs: list[tuple], batch_size: int) -> torch.Tensor:
     """Per pair, f(a) - f(b) (float32, CPU): f is the input of the model's reward head, caught by a hook
-    on the head during the model's own reward forward (bench.models.reward_forward), so the features
+    on the head during the model's own reward forward (bench.batches.reward_forward), so the features
     are read exactly where and how the reward is, for every readout and batch layout."""
-    from bench.models import collate_examples, head_of, inner_model, reward_forward
+    from bench.batches import collate_examples, reward_forward
+    from bench.models import head_of, inner_model
 
     _, head = head_of(inner_model(model))
     seen: list[torch.Tensor] = []
     hook = head.register_forward_hook(lambda module, args, output: seen.append(args[0]))
     device = next(model.parameters()).device
-    per = max(1, batch_size // 2)   # batch_size counts sequences, as in bench.models.score
+    per = max(1, batch_size // 2)   # batch_size counts sequences, as in bench.batches.score
     out = []
     try:
         for start in range(0, len(pairs), per):
@@ -266,7 +267,7 @@ def head_input_differences(model: nn.Module, pairs: list[tuple], batch_size: int
             seen.clear()
             reward_forward(model, batch)
             # The last call is the one the reward is read from: with a response readout the model's own
-            # forward runs its head on its default pooling first (bench.models.read_response).
+            # forward runs its head on its default pooling first (bench.batches.read_response).
             vectors = seen[-1]
             if vectors.dim() != 2 or vectors.shape[0] != 2 * len(chunk):
                 raise BenchError(f"{type(inner_model(model)).__name__}'s reward head reads inputs of shape "

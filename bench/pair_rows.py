@@ -10,7 +10,7 @@ end of the prefix). Every state of a's and b's tokens is then the state the two-
 The prefix is the longest common token prefix of a and b that ends before either response begins:
 the whole templated prompt when both were encoded alike, less when truncation cut their prompts
 differently (then the rows are longer, never wrong). Encoders attend both ways, so they keep the
-two-sequence path (``bench.models.collate``).
+two-sequence path (``bench.batches.collate``).
 
 A batch of pair rows carries, beside the ids: ``pair_attention`` (n, T, T), True where a query
 token may attend to a key; ``position_ids``; ``response_mask`` over a's and b's response tokens;

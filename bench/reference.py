@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 from torch import nn
 
-from bench.models import collate, forward, frozen_copy, is_lora_model, uses_pair_rows
+from bench.batches import collate, forward, uses_pair_rows
+from bench.models import frozen_copy, is_lora_model
 from bench.pair_rows import collate_pairs, response_states, row_length, sequence_sizes
 
 if TYPE_CHECKING:

@@ -19,17 +19,12 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from bench.batches import collate_examples, reward_forward, score, uses_pair_rows
 from bench.cache import SharedWork
 from bench.data import sub_seed
 from bench.distributed import on_cpu, shard
 from bench.errors import BenchError, MethodError, TrainingDivergedError
-from bench.models import (
-    Encoded,
-    collate_examples,
-    reward_forward,
-    score,
-    uses_pair_rows,
-)
+from bench.models import Encoded
 from bench.pair_rows import row_length
 from bench.specs import EarlyStopping, TrainConfig
 from methods.api import (
@@ -64,7 +59,7 @@ def apply_freezing(model: nn.Module, cfg: TrainConfig) -> None:
 
 def pair_rewards(model: nn.Module, examples: list[TrainExample], batch_size: int, desc: str
                  ) -> tuple[list[float], list[float]]:
-    """r(a) and r(b) of each example's pair, scored as every model of a cell is (``bench.models.score``
+    """r(a) and r(b) of each example's pair, scored as every model of a cell is (``bench.batches.score``
     with ``pairs=True``: a decoder reads each pair as one shared-prompt row)."""
     n = len(examples)
     rewards = score(model, [e.a for e in examples] + [e.b for e in examples], batch_size, desc=desc, pairs=True)

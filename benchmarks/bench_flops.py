@@ -74,7 +74,8 @@ def step_parts(examples: list, batch_size: int, dtype: str = "float32", spec=Non
     """A model, optimizer and one batch, as the shared loop builds them (a decoder's as pair rows)."""
     import dataclasses
 
-    from bench.models import collate_examples, load_reward_model, reward_forward
+    from bench.batches import collate_examples, reward_forward
+    from bench.models import load_reward_model
     from bench.specs import TrainConfig
     from bench.train import apply_freezing
 

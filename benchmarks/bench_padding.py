@@ -5,7 +5,7 @@ Every batch is right-padded to its longest row, and the model processes the padd
 them, this counts real and processed tokens over one epoch of training batches (a rows and b rows
 of each pair in one forward, as bench/train.py does), for random batches (the default), for
 length-grouped batches (TrainConfig.group_by_length; mega-batches of 50 batches, and other sizes
-for comparison), and for scoring (bench.models.score sorts all sequences by length). Pure
+for comparison), and for scoring (bench.batches.score sorts all sequences by length). Pure
 counting: no model runs, so the numbers are exact and need no repeats (and max length 1024, past
 MiniLM's 512 positions, only stands for the real protocol's 1024-token budget, tokenized by MiniLM).
 

@@ -147,8 +147,8 @@ def _cfg(batch_size: int):
 
 
 def accuracy_of(model, pairs: list, fmt) -> float:
+    from bench.batches import score
     from bench.metrics import accuracy
-    from bench.models import score
 
     sequences = [fmt.encode(p.prompt, p.chosen) for p in pairs] + [fmt.encode(p.prompt, p.rejected) for p in pairs]
     rewards = score(model, sequences, batch_size=64, pairs=True)

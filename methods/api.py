@@ -79,7 +79,7 @@ class Step:
     r_a: torch.Tensor                  # (B,) reward of response a
     r_b: torch.Tensor                  # (B,) reward of response b
     target: torch.Tensor               # (B,) soft label q = P(a > b), or the gold 0/1
-    batch: dict[str, torch.Tensor]     # a rows then b rows (bench.models.collate), or pair rows on decoders (bench.pair_rows)
+    batch: dict[str, torch.Tensor]     # a rows then b rows (bench.batches.collate), or pair rows on decoders (bench.pair_rows)
     hidden_states: tuple[torch.Tensor, ...] | None   # (embeddings, layer 1, ..., layer L) when the method asks
     model: nn.Module | None = None     # the student being trained
     index: int = 0                     # 0-based step number within this training

@@ -15,8 +15,9 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch.utils.checkpoint import checkpoint
 
+from bench.batches import uses_pair_rows
 from bench.errors import BenchError
-from bench.models import inner_model, pretrained_lm_head, uses_pair_rows
+from bench.models import inner_model, pretrained_lm_head
 from methods.api import MethodParams, Step
 from methods.naive import Naive
 
@@ -29,7 +30,7 @@ def response_predictions(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, 
     """Every prediction of a response token from the state before it in its own sequence, as flat
     (rows, source positions, target ids, sequence index) over the batch's response tokens.
 
-    Sequences (``bench.models.collate``: the a rows then the b rows): token t is predicted from t - 1;
+    Sequences (``bench.batches.collate``: the a rows then the b rows): token t is predicted from t - 1;
     the sequence index is the row. Shared-prompt pair rows (``bench.pair_rows``): a's tokens (segment 1,
     with the prefix) likewise; b's tokens (segment 2) from the token before them in b's own sequence:
     the previous token of segment 2, or for the first token of b's rest, the last token of the shared

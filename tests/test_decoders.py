@@ -11,16 +11,10 @@ import torch
 from decoder_fixtures import FAMILIES, LLAMA_TEMPLATE, PROMPT, QWEN_TEMPLATE, RESPONSE
 
 from bench import pipeline
+from bench.batches import collate, model_inputs, score
 from bench.errors import BenchError
 from bench.formatting import DecoderFormatter, dedicated_pad_id, formatter_for
-from bench.models import (
-    collate,
-    load_reward_model,
-    load_tokenizer,
-    model_inputs,
-    model_provenance,
-    score,
-)
+from bench.models import load_reward_model, load_tokenizer, model_provenance
 from bench.protocols import MODEL_PAIRS, model_pair_from_cli
 from bench.reference import FrozenReference
 from bench.settings import RunSettings

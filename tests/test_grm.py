@@ -16,9 +16,10 @@ from test_pair_rows import _pairs
 
 import methods.grm as grm
 from bench import pipeline
+from bench.batches import collate, reward_forward
 from bench.errors import BadParamsError, BenchError
 from bench.formatting import formatter_for
-from bench.models import collate, load_reward_model, reward_forward
+from bench.models import load_reward_model
 from bench.pair_rows import collate_pairs, shared_prefix
 from bench.settings import RunSettings
 from bench.specs import ModelPairSpec, TrainConfig, frozen_map

@@ -3,14 +3,8 @@ import random
 import pytest
 import torch
 
-from bench.models import (
-    collate,
-    formatter_for,
-    load_reward_model,
-    load_tokenizer,
-    model_inputs,
-    score,
-)
+from bench.batches import collate, model_inputs, score
+from bench.models import formatter_for, load_reward_model, load_tokenizer
 from methods import make_method
 from methods.anchor import anchor_layers, masked_hidden_mse
 from methods.api import Step
@@ -120,7 +114,7 @@ def test_bad_params_fail_with_the_valid_ones():
 def test_response_readouts_read_the_response_through_pooler_and_head(readout, strong_spec, tokenizer):
     import dataclasses
 
-    from bench.models import reward_forward
+    from bench.batches import reward_forward
 
     spec = dataclasses.replace(strong_spec, readout=readout)
     model = load_reward_model(spec, seed=0)

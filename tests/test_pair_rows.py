@@ -8,8 +8,9 @@ import pytest
 import torch
 from decoder_fixtures import FAMILIES, PROMPT, RESPONSE
 
+from bench.batches import collate, reward_forward, score
 from bench.formatting import formatter_for
-from bench.models import collate, load_reward_model, reward_forward, score
+from bench.models import load_reward_model
 from bench.pair_rows import collate_pairs, response_states, shared_prefix
 from bench.reference import ReferenceStates
 from bench.train import TrainExample

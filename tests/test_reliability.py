@@ -484,9 +484,10 @@ def test_pair_outcomes_do_not_depend_on_the_evaluation_batch_size(small_protocol
     rounding (not bit for bit: a batch's padded length changes the order of sums), and which response
     of each pair wins, hence every accuracy, is the same. The batch size is part of every cache and cell
     key, so stored results never mix batch sizes."""
+    from bench.batches import score
     from bench.data import load_pairs
     from bench.metrics import accuracy
-    from bench.models import formatter_for, load_reward_model, load_tokenizer, score
+    from bench.models import formatter_for, load_reward_model, load_tokenizer
     from bench.protocols import DATASETS
 
     pairs = load_pairs(DATASETS.get(small_protocol.datasets[0]), "test", 16).pairs

@@ -9,7 +9,8 @@ import pytest
 import torch
 from helpers import train_examples
 
-from bench.models import collate, frozen_copy, load_reward_model, model_inputs
+from bench.batches import collate, model_inputs
+from bench.models import frozen_copy, load_reward_model
 from bench.reference import ReferenceStates
 from bench.specs import TrainConfig, canonical_json
 from bench.train import epoch_batches, train_reward_model, train_student
@@ -140,8 +141,8 @@ def test_vllm_scores_match_hf(tmp_path):
     from decoder_fixtures import PROMPT, save_tiny_decoder
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
+    from bench.batches import score
     from bench.formatting import formatter_for
-    from bench.models import score
     from bench.scorers.vllm import score_with_vllm
     from bench.specs import ModelSpec
 

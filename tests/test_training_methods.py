@@ -10,9 +10,10 @@ import pytest
 import torch
 from helpers import train_examples
 
+from bench.batches import score
 from bench.data import sub_seed
 from bench.errors import BenchError
-from bench.models import load_reward_model, score
+from bench.models import load_reward_model
 from bench.specs import EarlyStopping, canonical_json, stable_hash
 from bench.train import (
     TrainingLoop,

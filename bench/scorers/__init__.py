@@ -1,6 +1,6 @@
 """How a trained student's rewards r(x) on the eval sets are computed (``--scorer``).
 
-- ``hf`` (default): ``bench.models.score``, the trained model itself, in length-sorted batches.
+- ``hf`` (default): ``bench.batches.score``, the trained model itself, in length-sorted batches.
 - ``vllm``: vLLM's pooling runner (``bench/scorers/vllm.py``, ``pip install -e '.[vllm]'``), for
   decoder reward models of 7-8B on a GPU: the same token ids, read at the same last token.
 
@@ -25,7 +25,7 @@ Scorer = Callable[..., list[float]]
 
 def score_with_model(model, sequences, batch_size: int, desc: str = "scoring", *, spec=None, pairs: bool = False
                      ) -> list[float]:
-    from bench.models import score
+    from bench.batches import score
 
     return score(model, sequences, batch_size, desc=desc, pairs=pairs)
 

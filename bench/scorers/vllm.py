@@ -5,7 +5,7 @@ moved off the GPU, and loaded by vLLM as a sequence-classification model (``runn
 Each sequence goes in as the exact token ids our ``DecoderFormatter`` made (no re-tokenizing, no
 chat template applied again), and its reward is the ``classify`` output with no activation: the
 score head on the last token, which is the readout our HF models use. Results match
-``bench.models.score`` up to the kernels' rounding (the head runs in the model's dtype in vLLM,
+``bench.batches.score`` up to the kernels' rounding (the head runs in the model's dtype in vLLM,
 in float32 here). Needs vLLM with ``PoolingParams(use_activation=...)`` and a CUDA GPU;
 tests/test_speed_features.py compares it with HF where both exist and is skipped elsewhere (it
 has not run on the development machine, which has no GPU).
