@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.cells import Cell, cell_from_scores
 from bench.errors import BenchError
 from bench.report import fmt
-from bench.stats import Board, Cell, cell_from_scores
+from bench.stats import Board
 
 BASELINE = "naive"
 CEILING = "ceiling"
@@ -111,7 +112,7 @@ class Decision:
 def deciding_interval(board: Board, a: str, b: str, metric: str, category: str | None, source: str | None,
                       delta) -> Decision:
     """The harness's one rule for A - B. On a protocol whose runs are independent, the interval over runs
-    stratified by source with the protocol's sequential boundary (bench.stats.runs_delta); else the
+    stratified by source with the protocol's sequential boundary (bench.runs.runs_delta); else the
     t-interval over the per-seed differences (``delta``, bench.stats.Delta). Decided when it excludes 0."""
     if board.independent:
         try:

@@ -2,7 +2,7 @@
 
 On a protocol whose runs are independent (ProtocolSpec.seeding "per-source") with a sequential plan
 (ProtocolSpec.looks), each round:
-  1. looks at A - B on NTS over the whole seeds both hold (bench.stats.runs_delta: stratified by source,
+  1. looks at A - B on NTS over the whole seeds both hold (bench.runs.runs_delta: stratified by source,
      with the plan's boundary at this many seeds, so stopping as soon as it decides keeps its 95%);
   2. stops when that interval excludes 0 (decided), when its half-width is at most ``precision`` points,
      when the plan's last look is reached, or when this command has spent ``budget`` CPU-hours;

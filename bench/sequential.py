@@ -31,6 +31,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+LEVEL = 0.95       # the confidence level of every interval the harness reports
 GRID = 1201        # points of the continuation region per look (odd: Simpson's rule)
 NORMAL = NormalDist()
 
@@ -128,3 +129,18 @@ class SequentialPlan:
         looks = self.looks
         k = looks.index(min(seeds, self.last))
         return t_boundary(z_boundaries(tuple(s * sources for s in looks), self.alpha)[k], df)
+
+
+def t_quantile(q: float, df: int) -> float:
+    """Student t quantile for integer df (closed-form CDF, Abramowitz & Stegun 26.7.3-4, by bisection)."""
+    def two_sided(theta: float) -> float:          # P(|T| < sqrt(df) tan(theta))
+        s, c, term, total = math.sin(theta), math.cos(theta), 1.0, 1.0
+        for k in range(2 if df % 2 == 0 else 3, df - 1 if df % 2 else df, 2):
+            term *= (k - 1) / k * c * c
+            total += term
+        return s * total if df % 2 == 0 else 2 / math.pi * (theta + (s * c * total if df > 1 else 0.0))
+    lo, hi, target = 0.0, math.pi / 2, 2 * q - 1
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if two_sided(mid) < target else (lo, mid)
+    return math.sqrt(df) * math.tan((lo + hi) / 2)

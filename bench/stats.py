@@ -22,108 +22,18 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
+from bench.cells import Cell
+from bench.runs import RunsDelta, runs_delta
+from bench.sequential import LEVEL, t_quantile
+
 BOOTSTRAP_SEED = 20261130
 N_BOOT = 2000
-LEVEL = 0.95
 ACCURACIES = ("teacher_id", "student_id", "teacher_ood", "student_ood")
 METRICS = (*ACCURACIES, "wrg", "aog", "nts")
-
-
-@dataclass(frozen=True, eq=False)
-class EvalSet:
-    name: str                 # dataset, e.g. "mini/chat"
-    role: str                 # "id" (the source's own test split) or "ood"
-    pair_ids: tuple[str, ...]
-    teacher: np.ndarray       # per-pair correctness, 0 / 0.5 / 1
-    student: np.ndarray
-
-
-@dataclass(frozen=True, eq=False)
-class Cell:
-    method: str               # the submission slug: method name and params (bench.results.params_slug)
-    seed: int
-    source: str
-    category: str
-    eval_sets: tuple[EvalSet, ...]   # the ID set first, then the targets in the result's order
-    independent: bool = False         # its protocol seeds every (seed, source) cell on its own (ProtocolSpec.seeding)
-    looks: tuple[int, int] | None = None   # the seeds a paired comparison may be decided at (ProtocolSpec.looks)
-    name: str = ""                    # the method's registered name (with #R for a replicate): slugs are never parsed
-
-    @property
-    def method_name(self) -> str:
-        """The name a user gives for this method (``anchor`` for ``anchor_lam=0.1_layers=last``)."""
-        return self.name or self.method
-
-
-def correctness(chosen: Sequence[float], rejected: Sequence[float]) -> np.ndarray:
-    chosen, rejected = np.asarray(chosen, dtype=np.float64), np.asarray(rejected, dtype=np.float64)
-    return (chosen > rejected) + 0.5 * (chosen == rejected)
-
-
-def correctness_text(values: np.ndarray) -> str:
-    """Per-pair correctness (0, 1/2 or 1) as one digit each, "0", "1" or "2" halves: how the board's
-    cache and the reference teachers (bench.submissions.reference) store verdicts."""
-    return ((np.asarray(values) * 2).astype(np.uint8) + ord("0")).tobytes().decode("ascii")
-
-
-def correctness_from_text(text: str, n: int) -> np.ndarray:
-    """``correctness_text``'s inverse; a ValueError unless ``text`` holds ``n`` such digits."""
-    halves = np.frombuffer(text.encode("ascii"), dtype=np.uint8) - ord("0")
-    if len(halves) != n or (halves > 2).any():
-        raise ValueError("per-pair correctness does not match its pairs")
-    return halves / 2.0
-
-
-def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
-    """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz."""
-    from bench.results import params_slug, replicate_slug
-
-    if not isinstance(result, Mapping):     # a schema object (pydantic) rather than the JSON dict
-        result = result.model_dump(mode="json")
-    where = where or f"{result['method']['name']} seed {result['seed']} {result['source']}"
-    columns: dict[str, list] = {name: [] for name in result["eval_sets"]}
-    for row in rows:
-        if row["eval_set"] in columns:
-            columns[row["eval_set"]].append(row)
-    sets = []
-    for name, info in result["eval_sets"].items():
-        got = columns[name]
-        if not got:
-            raise ValueError(f"{where}: no scores for eval set {name}")
-        scores = np.array([[float(r[k]) for k in ("teacher_chosen", "teacher_rejected", "student_chosen",
-                                                  "student_rejected")] for r in got])
-        if not np.isfinite(scores).all():
-            bad = got[int(np.flatnonzero(~np.isfinite(scores).all(1))[0])]["pair_id"]
-            raise ValueError(f"{where}: non-finite score in eval set {name} (pair {bad})")
-        sets.append(EvalSet(name, info["role"], tuple(r["pair_id"] for r in got),
-                            correctness(scores[:, 0], scores[:, 1]), correctness(scores[:, 2], scores[:, 3])))
-    sets.sort(key=lambda s: s.role != "id")
-    if [s.role for s in sets].count("id") != 1 or sets[0].name != result["source"]:
-        raise ValueError(f"{where}: needs exactly one ID eval set, the source {result['source']}")
-    slug = replicate_slug(params_slug(result["method"]["name"], result["method"]["params"]), result.get("replicate", 0))
-    looks = result["protocol"].get("looks")
-    return Cell(slug, int(result["seed"]), result["source"], result["category"], tuple(sets),
-                result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None,
-                replicate_slug(result["method"]["name"], result.get("replicate", 0)))
-
-
-def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
-    """Cells from finished cell folders (result.json and scores.csv.gz, read by bench.results.read_cell)."""
-    from bench.results import read_cell
-
-    cells = []
-    for folder in map(Path, folders):
-        found = read_cell(folder)
-        if found is None:
-            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, scores.csv.gz does not "
-                             "match the sha256 in result.json, or its numbers do not recompute from it)")
-        cells.append(cell_from_scores(*found, str(folder)))
-    return cells
 
 
 @dataclass(frozen=True, eq=False)
@@ -212,102 +122,6 @@ class RankInterval:
     low: int                             # 2.5 and 97.5 percentiles of the rank over replicates
     high: int
     nts: float
-
-
-@dataclass(frozen=True)
-class RunsDelta:
-    """A - B over independent training runs, one per (seed, source) cell, stratified by source.
-
-    d_sj = A's value minus B's in the cell of source s and seed j (a cell's value: the mean over its
-    targets); estimate = the mean over sources of each source's mean d; sd = the SD of one run's d about
-    its source's mean: sources differ several-fold in noise, so each source's variance v_s is estimated on its
-    own, sd^2 = the mean of the v_s, SE^2 = sum_s v_s / n_s / sources^2 = sd^2 / runs, and the degrees of freedom
-    are Welch-Satterthwaite's, (sum_s v_s/n_s)^2 / sum_s (v_s/n_s)^2 / (n_s - 1), rounded down: between
-    seeds - 1 (one source's noise dominates) and runs - sources (all alike).
-    Interval: estimate +- boundary x SE, the boundary being the protocol's sequential plan's at this many
-    seeds (bench.sequential: a repeated confidence interval, valid at whichever look one stops), or the
-    t quantile (0.975, df) with one look. Decided when the interval excludes 0."""
-
-    metric: str
-    estimate: float
-    low: float
-    high: float
-    runs: int
-    seeds: int                           # whole seeds: both sides ran every source
-    sources: int
-    df: int
-    sd: float
-    boundary: float
-    decided: bool
-    per_run: tuple[float, ...]
-
-
-def cell_value(cell: Cell, metric: str) -> float:
-    """A cell's WRG, AOG or NTS (bench.metrics), averaged over its targets."""
-    from bench.metrics import cell_metrics
-
-    acc = {e.name: {"teacher": 100.0 * float(e.teacher.mean()), "student": 100.0 * float(e.student.mean())}
-           for e in cell.eval_sets}
-    per_target = cell_metrics(acc, cell.source)
-    return float(np.mean([m[metric] for m in per_target.values()]))
-
-
-def runs_delta(a: Sequence[Cell], b: Sequence[Cell], metric: str = "nts", looks: tuple[int, int] | None = None,
-               level: float = LEVEL) -> RunsDelta:
-    """``RunsDelta`` of A's cells against B's, on the seeds both sides hold for every source of either."""
-
-    by_a, by_b = {(c.seed, c.source): c for c in a}, {(c.seed, c.source): c for c in b}
-    sources = sorted({c.source for c in (*a, *b)})
-    seeds = sorted(seed for seed in {c.seed for c in (*a, *b)}
-                   if all((seed, s) in by_a and (seed, s) in by_b for s in sources))
-    if len(seeds) < 2:
-        raise ValueError(f"a paired comparison over runs needs two whole seeds (every source on both sides); "
-                         f"these have {len(seeds)}")
-    for j in seeds:
-        for s in sources:
-            for ea, eb in zip(by_a[j, s].eval_sets, by_b[j, s].eval_sets):
-                if ea.name != eb.name or ea.pair_ids != eb.pair_ids or not np.array_equal(ea.teacher, eb.teacher):
-                    raise ValueError(f"seed {j} {s}: {by_a[j, s].method} and {by_b[j, s].method} were not scored on "
-                                     f"the same test pairs by the same teacher ({ea.name}): their runs are not paired")
-    diffs = {s: [cell_value(by_a[j, s], metric) - cell_value(by_b[j, s], metric) for j in seeds] for s in sources}
-    return RunsDelta(metric, *stratified(diffs, looks, level),
-                     tuple(diffs[s][j] for j in range(len(seeds)) for s in sources))
-
-
-def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | None = None, level: float = LEVEL
-               ) -> tuple[float, float, float, int, int, int, int, float, float, bool]:
-    """RunsDelta's numbers from per-source lists of per-run differences, each list in seed order and of one
-    length (whole seeds, at least 2): estimate, low, high, runs, seeds, sources, df, sd, boundary, decided."""
-    from bench.sequential import SequentialPlan
-
-    seeds, sources = len(next(iter(diffs.values()))), len(diffs)
-    n = seeds * sources
-    variances = np.array([np.var(d, ddof=1) for d in diffs.values()])   # sources differ in noise, several-fold
-    sd = float(math.sqrt(variances.mean()))
-    estimate = float(np.mean([np.mean(d) for d in diffs.values()]))
-    se = sd / math.sqrt(n)
-    # Welch-Satterthwaite: the t's degrees of freedom when each source's variance is estimated apart
-    share = variances / seeds
-    df = int(math.floor(share.sum() ** 2 / np.sum(share ** 2 / (seeds - 1)))) if share.sum() > 0 else n - sources
-    first, last = looks or (seeds, seeds)
-    boundary = SequentialPlan(first, max(first, last), 1 - level).boundary(seeds, sources, df)
-    low, high = estimate - boundary * se, estimate + boundary * se
-    return estimate, low, high, n, seeds, sources, df, sd, boundary, bool(low > 0 or high < 0)
-
-
-def t_quantile(q: float, df: int) -> float:
-    """Student t quantile for integer df (closed-form CDF, Abramowitz & Stegun 26.7.3-4, by bisection)."""
-    def two_sided(theta: float) -> float:          # P(|T| < sqrt(df) tan(theta))
-        s, c, term, total = math.sin(theta), math.cos(theta), 1.0, 1.0
-        for k in range(2 if df % 2 == 0 else 3, df - 1 if df % 2 else df, 2):
-            term *= (k - 1) / k * c * c
-            total += term
-        return s * total if df % 2 == 0 else 2 / math.pi * (theta + (s * c * total if df > 1 else 0.0))
-    lo, hi, target = 0.0, math.pi / 2, 2 * q - 1
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if two_sided(mid) < target else (lo, mid)
-    return math.sqrt(df) * math.tan((lo + hi) / 2)
 
 
 class Board:

@@ -30,7 +30,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.stats import BOOTSTRAP_SEED, Board, Cell, load_cells, t_quantile  # noqa: E402
+from bench.cells import Cell, load_cells  # noqa: E402
+from bench.sequential import t_quantile  # noqa: E402
+from bench.stats import BOOTSTRAP_SEED, Board  # noqa: E402
 
 SUBSET_SEED = 20261130      # the random test-pair subsets of part 2
 BASELINE = "naive"

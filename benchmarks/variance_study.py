@@ -148,8 +148,8 @@ def run(args) -> None:
 def runs_of(folder: Path, test_size: int | None) -> list[dict]:
     """Every finished cell under a design's folder: run name, seed, source, teacher and student accuracy
     on the ID split and each target (on the first ``test_size`` pairs of each split when given)."""
+    from bench.cells import correctness
     from bench.results import RESULT_FILE, params_slug, read_cell, replicate_slug
-    from bench.stats import correctness
 
     found = []
     for path in sorted(folder.rglob(RESULT_FILE)):
@@ -189,7 +189,7 @@ def pooled_sd(deltas: dict[str, list[float]]) -> tuple[float, int]:
 def runs_for_half_width(sd: float, sources: int = 6, target: float = 1.0) -> int:
     """The fewest independent runs (a whole number of seeds x sources) whose stratified t-interval has
     half-width <= target at this per-run SD."""
-    from bench.stats import t_quantile
+    from bench.sequential import t_quantile
 
     if not math.isfinite(sd):
         return 0

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Mapping
 
 import bench.submissions.limits as limits
+from bench.cells import Cell, EvalSet, correctness_from_text, correctness_text
 from bench.io import atomic_write_bytes, atomic_write_json, sha256_file
 from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
-from bench.stats import Cell, EvalSet, correctness_from_text, correctness_text
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import Problem, Validation
 
@@ -42,10 +42,10 @@ FORMAT = 2   # the layout of an entry; bump it when what is stored changes
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
 VALIDATION_CODE = ("bench.submissions.check", "bench.submissions.limits", "bench.submissions.schema",
-                   "bench.submissions.reference", "bench.data", "bench.registry",
-                   "bench.submissions.scores", "bench.submissions.commands", "bench.results", "bench.metrics",
-                   "bench.report", "bench.stats", "bench.sequential", "bench.specs", "bench.errors", "bench.protocols",
-                   "bench.io", "leaderboard.cache")
+                   "bench.submissions.reference", "bench.data", "bench.registry", "bench.submissions.scores",
+                   "bench.submissions.commands", "bench.results", "bench.metrics", "bench.report",
+                   "bench.stats", "bench.cells", "bench.runs", "bench.sequential", "bench.specs",
+                   "bench.errors", "bench.protocols", "bench.io", "leaderboard.cache")
 
 
 def default_dir() -> Path:

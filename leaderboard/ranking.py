@@ -40,7 +40,7 @@ def pgr(gain: float, ceiling: pd.Series | None, ceiling_ci: tuple[float, float] 
     as a difference must on this board: the t-interval over the per-seed means (what "decided" uses; it
     needs two seeds) and the bootstrap interval over seeds and test pairs (the test split is shared by
     every seed, so the t-interval alone misses its noise)."""
-    from bench.stats import LEVEL, t_quantile
+    from bench.sequential import LEVEL, t_quantile
 
     name = METRICS[metric]
     if ceiling is None:

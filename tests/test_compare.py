@@ -53,7 +53,7 @@ def synthetic_cells(method: str, teacher_flip: int | None = None, seeds=(0, 1), 
     """One source of a made-up protocol per seed: 8 ID and 8 OOD pairs, the teacher right on the first half."""
     import numpy as np
 
-    from bench.stats import Cell, EvalSet
+    from bench.cells import Cell, EvalSet
 
     cells = []
     for seed in seeds:
@@ -140,7 +140,7 @@ def test_the_extra_seeds_recompute_and_join_the_reference_seeds(capsys):
 
 def test_a_method_is_found_by_its_registered_name_never_by_parsing_its_slug():
     """A plugin method whose name holds '_' (its slug my_method_alpha=1) is found by that name, and a
-    name that is only a slug's prefix finds nothing: cells carry the method's name (bench.stats.Cell.name)."""
+    name that is only a slug's prefix finds nothing: cells carry the method's name (bench.cells.Cell.name)."""
     import dataclasses
 
     from bench.compare import holds, resolve

@@ -46,10 +46,10 @@ def forge(folder: Path, edit) -> None:
     """``edit(seed, source, rows) -> rows`` on every cell's per-pair scores, then every number recomputed
     with the harness's own functions and every checksum resealed, as a careful forger would: only the
     reference teacher is left to notice."""
+    from bench.cells import load_cells
     from bench.io import csv_gz_bytes, read_csv_gz, sha256_file
     from bench.metrics import cell_metrics
     from bench.results import SCORE_COLUMNS, accuracies_from_scores, read_result
-    from bench.stats import load_cells
     from bench.submissions.schema import submission_intervals, submission_summary
 
     meta = json.loads((folder / SUBMISSION_FILE).read_text())

@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from bench.sequential import SequentialPlan, obf_spending, t_boundary, z_boundaries
-from bench.stats import stratified, t_quantile
+from bench.runs import stratified
+from bench.sequential import SequentialPlan, obf_spending, t_boundary, t_quantile, z_boundaries
 
 
 def test_boundaries_spend_the_error_rate_look_by_look():

@@ -6,14 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.stats import (
-    Board,
-    cell_from_scores,
-    load_cells,
-    plain,
-    resamples_from_indices,
-    t_quantile,
-)
+from bench.cells import cell_from_scores, load_cells
+from bench.sequential import t_quantile
+from bench.stats import Board, plain, resamples_from_indices
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "submissions" / "mini" / "tiny"

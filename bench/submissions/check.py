@@ -32,7 +32,7 @@ from bench.results import (
 )
 from bench.results import SCHEMA_VERSION as RESULT_SCHEMA
 from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
-from bench.stats import cell_from_scores
+from bench.cells import cell_from_scores
 from bench.submissions.commands import absolute_paths
 from bench.submissions.limits import (
     CELL_FILE_RE,

@@ -21,7 +21,7 @@ from bench.results import (
     params_slug,
 )
 from bench.specs import ModelPairSpec, ProtocolSpec
-from bench.stats import load_cells
+from bench.cells import load_cells
 from bench.submissions.check import validate_submission
 from bench.submissions.commands import public_command
 from bench.submissions.limits import (

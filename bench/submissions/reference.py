@@ -8,7 +8,7 @@ test pairs its student gets wrong, passes every recomputation; it is refused her
 ``bench validate`` and by the board's upload, naming the cell, the eval set and how many pairs differ.
 
 Verdicts, not scores: per test pair whether the teacher scores the chosen response above the rejected
-one, below it, or equal (bench.stats.correctness, stored as ``correctness_text``). A rerun on another
+one, below it, or equal (bench.cells.correctness, stored as ``correctness_text``). A rerun on another
 machine moves the teacher's scores in the fourth decimal and flipped none of 21,600 verdicts
 (docs/reliability.md), so an honest submission has the reference's verdicts, and any difference is
 refused. On ``mini`` every reference submission agrees with naive's on every verdict.
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.specs import ProtocolSpec
-from bench.stats import Cell, correctness_text
+from bench.cells import Cell, correctness_text
 from bench.submissions.limits import REFERENCES
 
 FORMAT = "shiftbench-reference/v1"
@@ -79,7 +79,7 @@ def dumps(data: dict) -> str:
 
 
 def from_cells(cells: list[Cell], protocol: dict, models: str, origin: str) -> Reference:
-    """The reference a submission's cells (bench.stats.Cell, as validation reads them) give: their test
+    """The reference a submission's cells (bench.cells.Cell, as validation reads them) give: their test
     pairs and their teacher's verdicts. A ValueError naming the cell whose test pairs of an eval set are
     not the other cells' (a protocol's test split is the same pairs in every cell)."""
     pairs: dict[str, tuple[str, ...]] = {}

@@ -82,9 +82,10 @@ def submission_summary(cells: list) -> dict[str, float | int | None]:
 
 
 def submission_intervals(pairs: list) -> dict:
-    """The 95% interval of every summary metric from the cells' per-pair correctness (bench.stats.Cell):
+    """The 95% interval of every summary metric from the cells' per-pair correctness (bench.cells.Cell):
     the same draws whatever else is on a board, so a submission's intervals are the board's."""
-    from bench.stats import BOOTSTRAP_SEED, LEVEL, METRICS, N_BOOT, Board
+    from bench.stats import BOOTSTRAP_SEED, METRICS, N_BOOT, Board
+    from bench.sequential import LEVEL
 
     board = Board(pairs)
     stats = board.stats(board.methods[0], ceiling=None)
