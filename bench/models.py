@@ -1,14 +1,15 @@
-"""Reward models: a transformers backbone with a scalar head; batches; scoring.
+"""Reward models: a transformers backbone with a scalar head, loaded, initialised and described.
 
 ``AutoModelForSequenceClassification(num_labels=1)`` is the reward model for both families. Where
 its head reads is the spec's readout (``READOUTS``): by default encoders read the first token
 ([CLS]); decoders the last token whose id is not the pad id, and the pad id is one the tokenizer
 can never produce (``bench.formatting.dedicated_pad_id``), so with right padding that is always the
 sequence's last real token (``bench.formatting.READOUTS``). Every forward that needs rewards goes
-through ``reward_forward``. Dropout is switched off everywhere,
+through ``bench.batches.reward_forward``. Dropout is switched off everywhere,
 in training as well as scoring (as TRL's RewardTrainer does by default): scores are then a pure
 function of the weights, and ANCHOR's penalty is exactly zero before the first step.
-The token layout (what a model reads) lives in ``bench.formatting``; the pretrained reference a
+The token layout (what a model reads) lives in ``bench.formatting``, running a model on batches in
+``bench.batches``; the pretrained reference a
 penalty compares the student with (ANCHOR's), in ``bench.reference``.
 """
 from __future__ import annotations
