@@ -7,9 +7,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from bench.anatomy import head_of, inner_model
 from bench.errors import BenchError
 from bench.formatting import Encoded
-from bench.models import head_of, inner_model
 from bench.pair_rows import additive_mask, collate_pairs, row_length
 
 

@@ -155,7 +155,7 @@ def _head_name(config) -> str:
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from bench.models import head_of
+    from bench.anatomy import head_of
 
     one = copy.deepcopy(config)
     one.num_labels = 1

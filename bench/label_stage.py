@@ -251,8 +251,8 @@ def head_input_differences(model: nn.Module, pairs: list[tuple], batch_size: int
     """Per pair, f(a) - f(b) (float32, CPU): f is the input of the model's reward head, caught by a hook
     on the head during the model's own reward forward (bench.batches.reward_forward), so the features
     are read exactly where and how the reward is, for every readout and batch layout."""
+    from bench.anatomy import head_of, inner_model
     from bench.batches import collate_examples, reward_forward
-    from bench.models import head_of, inner_model
 
     _, head = head_of(inner_model(model))
     seen: list[torch.Tensor] = []

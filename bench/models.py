@@ -25,6 +25,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from torch import nn
 
+from bench.anatomy import head_of, inner_model
 from bench.errors import BenchError
 from bench.formatting import (  # noqa: F401 (re-exported)
     READOUTS,
@@ -129,14 +130,6 @@ def lora_settings(spec: ModelSpec) -> LoraSettings | None:
                          f"r=int, alpha=float, dropout=float, target_modules=tuple of module names") from None
 
 
-def head_of(model: nn.Module) -> tuple[str, nn.Module]:
-    """The scalar reward head: ``score`` on decoders, ``classifier`` on BERT-style encoders."""
-    for name in ("score", "classifier"):
-        if isinstance(getattr(model, name, None), nn.Module):
-            return name, getattr(model, name)
-    raise BenchError(f"{type(model).__name__} has no score or classifier head to train as a reward head")
-
-
 def _float32_head(model: nn.Module) -> None:
     """Keep the reward head in float32 when the backbone is not: its updates are small against its
     weights, and bf16 would round many of them away. Its input is cast up on the way in."""
@@ -212,20 +205,6 @@ def frozen_copy(model: nn.Module) -> nn.Module:
     reference = copy.deepcopy(model).eval()
     reference.requires_grad_(False)
     return reference
-
-
-def inner_model(model: nn.Module) -> nn.Module:
-    """The transformers model inside a peft wrapper (peft keeps it at ``base_model.model``)."""
-    inner = getattr(getattr(model, "base_model", None), "model", None)
-    return inner if inner is not None and hasattr(model, "peft_config") else model
-
-
-def is_lora_model(model: nn.Module) -> bool:
-    try:
-        from peft import PeftModel
-    except ImportError:
-        return False
-    return isinstance(model, PeftModel)
 
 
 def num_layers(model: nn.Module) -> int:

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Protocol
 import torch
 from torch import nn
 
+from bench.anatomy import is_lora_model
 from bench.batches import collate, forward, uses_pair_rows
-from bench.models import frozen_copy, is_lora_model
+from bench.models import frozen_copy
 from bench.pair_rows import collate_pairs, response_states, row_length, sequence_sizes
 
 if TYPE_CHECKING:

@@ -20,15 +20,15 @@ from typing import Callable
 # (bench.train, with its batches sharded by bench.distributed) and with which loss (soft-label BT from
 # the method API, methods.api), the stage itself (bench.teacher) and how eval sets are scored
 # (bench.scorers). The pipeline (the student stage) is not in it: changing it retrains no teacher.
-TEACHER_CODE = ("bench.data", "bench.formatting", "bench.models", "bench.batches", "bench.train", "bench.distributed",
-                "methods.api", "bench.teacher", "bench.scorers")
+TEACHER_CODE = ("bench.data", "bench.formatting", "bench.models", "bench.anatomy", "bench.batches", "bench.train",
+                "bench.distributed", "methods.api", "bench.teacher", "bench.scorers")
 # The code that decides a label-stage entry: bench.label_stage, and the teacher's code (the extra teachers
 # are trained by it; the pretrained strong model is loaded and read by bench.models and bench.formatting,
 # which are in it too). The method's own source is in the key apart, as it is in a cell's.
 LABEL_CODE = TEACHER_CODE + ("bench.label_stage", "bench.metrics")   # metrics: the held-out error in the record
 # ANCHOR's pretrained reference states: computed by bench.reference from sequences of bench.formatting
 # with the model of bench.models, run by bench.batches (its collate and model_inputs).
-REFERENCE_CODE = ("bench.reference", "bench.models", "bench.batches", "bench.formatting")
+REFERENCE_CODE = ("bench.reference", "bench.models", "bench.anatomy", "bench.batches", "bench.formatting")
 # A cell's numbers: the teacher's code, the whole pipeline (student stage, misfit, writing), the
 # metrics, the reference states a method may use and the scorers. The method's own file is in the
 # cell key apart (``method_code``), and each dataset's loader module is added by the pipeline.

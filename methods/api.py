@@ -54,6 +54,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, ValidationError
 from torch import nn
 
+from bench.anatomy import head_of, inner_model
 from bench.errors import BadParamsError, BenchError
 
 if TYPE_CHECKING:
@@ -202,8 +203,6 @@ def soft_bt_loss(r_a: torch.Tensor, r_b: torch.Tensor, target: torch.Tensor) -> 
 def head_parameter_names(model: nn.Module) -> set[str]:
     """The reward head's parameters: those of the ``score`` (decoders) or ``classifier`` (encoders)
     module, matched by identity so that a LoRA (peft) wrapper, which renames everything, changes nothing."""
-    from bench.models import head_of, inner_model
-
     _, head = head_of(inner_model(model))
     ids = {id(p) for p in head.parameters()}
     return {name for name, p in model.named_parameters() if id(p) in ids}

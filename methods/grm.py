@@ -15,9 +15,10 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch.utils.checkpoint import checkpoint
 
+from bench.anatomy import inner_model
 from bench.batches import uses_pair_rows
 from bench.errors import BenchError
-from bench.models import inner_model, pretrained_lm_head
+from bench.models import pretrained_lm_head
 from methods.api import MethodParams, Step
 from methods.naive import Naive
 

@@ -218,9 +218,9 @@ def test_raven_without_teacher_labels_says_how_to_run_it():
 
 # --- the features the probes read --------------------------------------------------------------------------
 def _check_features_are_what_the_head_reads(model, fmt):
+    from bench.anatomy import head_of, inner_model
     from bench.batches import score
     from bench.label_stage import head_input_differences
-    from bench.models import head_of, inner_model
 
     prompt = (("user", "how do I boil an egg?"),)
     texts = [("Simmer it for nine minutes.", "Microwave it."), ("Shake it.", "Start in cold water, then simmer."),

@@ -22,7 +22,8 @@ from bench.errors import BenchError
 
 def export_for_vllm(model, spec, folder: str) -> None:
     """The model as a plain transformers checkpoint (LoRA merged) with its tokenizer."""
-    from bench.models import is_lora_model, load_tokenizer
+    from bench.anatomy import is_lora_model
+    from bench.models import load_tokenizer
 
     plain = model.merge_and_unload() if is_lora_model(model) else model
     plain.save_pretrained(folder)
