@@ -16,6 +16,13 @@ nested=True draws a w_D per seed slot instead (as if each seed had its own test 
 Interval: the 2.5 and 97.5 percentiles of the replicates (np.quantile, linear). Paired A - B:
 p = min(1, 2 min(P*(Δ <= 0), P*(Δ >= 0))) over the replicates, floored at 1/N ("< 1/N"); and
 the t-interval mean ± t(0.975, S-1) sd / sqrt(S) of the S per-seed differences.
+
+Best-of-N (docs/best-of-n.md): a candidate set's credit |T ∩ B| / |T| (bench.metrics.bon_credit) is to
+BoN accuracy what a pair's correctness is to accuracy: BoN accuracy is 100 * its mean over the eval
+set's sets. So a cell's BoN view (``bon_view``) is a Cell whose eval sets hold per-set credits in
+place of per-pair correctness, and everything above applies to it unchanged: on a Board of BoN views,
+WRG, AOG and NTS are BoN gain ID, BoN gain OOD and BoN NTS, with the same intervals, paired
+comparisons, rank intervals and runs deltas (the sets are resampled as the pairs are).
 """
 from __future__ import annotations
 
@@ -52,6 +59,9 @@ class Cell:
     eval_sets: tuple[EvalSet, ...]   # the ID set first, then the targets in the result's order
     independent: bool = False         # its protocol seeds every (seed, source) cell on its own (ProtocolSpec.seeding)
     looks: tuple[int, int] | None = None   # the seeds a paired comparison may be decided at (ProtocolSpec.looks)
+    # On a protocol with candidate sets: per eval set (as ``eval_sets``), the teacher's and the student's credit
+    # in each set (bench.metrics.bon_credit), its ``pair_ids`` the set ids; empty without candidate sets
+    bon: tuple[EvalSet, ...] = ()
 
 
 def correctness(chosen: Sequence[float], rejected: Sequence[float]) -> np.ndarray:
@@ -73,8 +83,10 @@ def correctness_from_text(text: str, n: int) -> np.ndarray:
     return halves / 2.0
 
 
-def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
-    """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz."""
+def cell_from_scores(result, rows: Iterable[Mapping], where: str = "", candidates: Iterable[Mapping] | None = None
+                     ) -> Cell:
+    """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz; with
+    its candidates.csv.gz rows (``candidates``), its BoN credits too (``Cell.bon``)."""
     from bench.results import params_slug, replicate_slug
 
     if not isinstance(result, Mapping):     # a schema object (pydantic) rather than the JSON dict
@@ -102,20 +114,53 @@ def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
     slug = replicate_slug(params_slug(result["method"]["name"], result["method"]["params"]), result.get("replicate", 0))
     looks = result["protocol"].get("looks")
     return Cell(slug, int(result["seed"]), result["source"], result["category"], tuple(sets),
-                result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None)
+                result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None,
+                _bon_sets(result, candidates, where) if candidates is not None else ())
+
+
+def _bon_sets(result: Mapping, candidates: Iterable[Mapping], where: str) -> tuple[EvalSet, ...]:
+    """Per eval set of ``result``, the teacher's and the student's credit in each candidate set, ID first."""
+    from bench.metrics import bon_credit
+    from bench.results import candidate_sets_from_rows
+
+    by_name = candidate_sets_from_rows(candidates)
+    sets = []
+    for name, info in result["eval_sets"].items():
+        own = by_name.get(name)
+        if not own:
+            raise ValueError(f"{where}: no candidate sets for eval set {name}")
+        sets.append(EvalSet(name, info["role"], tuple(s.set_id for s in own),
+                            np.array([bon_credit(s.teacher, s.grades) for s in own]),
+                            np.array([bon_credit(s.student, s.grades) for s in own])))
+    return tuple(sorted(sets, key=lambda s: s.role != "id"))
+
+
+def bon_view(cells: Iterable[Cell]) -> list[Cell]:
+    """Each cell with its BoN credits in place of its pairs' correctness (module docstring): on a Board of these,
+    WRG, AOG and NTS are BoN gain ID, BoN gain OOD and BoN NTS. A ValueError names a cell without candidate sets."""
+    import dataclasses
+
+    out = []
+    for c in cells:
+        if not c.bon:
+            raise ValueError(f"{c.method} seed {c.seed} {c.source}: no best-of-N candidate scores (its protocol scores "
+                             "no candidate sets), so it has no BoN metrics")
+        out.append(dataclasses.replace(c, eval_sets=c.bon, bon=()))
+    return out
 
 
 def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
-    """Cells from finished cell folders (result.json and scores.csv.gz, read by bench.results.read_cell)."""
-    from bench.results import read_cell
+    """Cells from finished cell folders (result.json, scores.csv.gz and, where the protocol has candidate sets,
+    candidates.csv.gz, read by bench.results.read_cell_files)."""
+    from bench.results import read_cell_files
 
     cells = []
     for folder in map(Path, folders):
-        found = read_cell(folder)
+        found = read_cell_files(folder)
         if found is None:
-            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, scores.csv.gz does not "
-                             "match the sha256 in result.json, or its numbers do not recompute from it)")
-        cells.append(cell_from_scores(*found, str(folder)))
+            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, its score files do not "
+                             "match the sha256s in result.json, or its numbers do not recompute from them)")
+        cells.append(cell_from_scores(found.result, found.rows, str(folder), found.candidates))
     return cells
 
 
