@@ -387,13 +387,21 @@ def recompute_bon(result: CellResult, rows: list[dict[str, str]], candidates: It
         problems.append((f"eval_sets.{name}", f"has candidate sets in {CANDIDATES_FILE} but is not one of the cell's "
                                               "eval sets"))
     if result.source in got:
-        for target, values in bon_cell_metrics(got, result.source).items():
-            stored_metrics = result.metrics.get(target)
-            for metric, value in values.items():
-                stored = None if stored_metrics is None else getattr(stored_metrics, metric)
-                if stored is None or not math.isclose(stored, value, abs_tol=1e-9):
-                    problems.append((f"metrics.{target}.{metric}", f"is {stored} but the candidate scores in "
-                                                                   f"{CANDIDATES_FILE} give {value}"))
+        problems += _metric_problems(result, bon_cell_metrics(got, result.source),
+                                     f"the candidate scores in {CANDIDATES_FILE}")
+    return problems
+
+
+def _metric_problems(result: CellResult, recomputed: dict[str, dict[str, float]], given_by: str
+                     ) -> list[tuple[str, str]]:
+    """``(field, problem)`` for each per-target metric of ``result`` that is not the ``recomputed`` one (to 1e-9)."""
+    problems = []
+    for target, values in recomputed.items():
+        stored_metrics = result.metrics.get(target)
+        for metric, value in values.items():
+            stored = None if stored_metrics is None else getattr(stored_metrics, metric)
+            if stored is None or not math.isclose(stored, value, abs_tol=1e-9):
+                problems.append((f"metrics.{target}.{metric}", f"is {stored} but {given_by} give {value}"))
     return problems
 
 
@@ -422,12 +430,7 @@ def recompute(result: CellResult, rows: Iterable[dict[str, str]],
     for name in sorted(set(got) - set(result.eval_sets)):
         problems.append((f"eval_sets.{name}", "has per-pair scores but is not one of the cell's eval sets"))
     if result.source in got:
-        for target, values in cell_metrics(got, result.source).items():
-            stored_metrics = result.metrics.get(target)
-            for metric, value in values.items():
-                stored = None if stored_metrics is None else getattr(stored_metrics, metric)
-                if stored is None or not math.isclose(stored, value, abs_tol=1e-9):
-                    problems.append((f"metrics.{target}.{metric}", f"is {stored} but the per-pair scores give {value}"))
+        problems += _metric_problems(result, cell_metrics(got, result.source), "the per-pair scores")
     return problems + recompute_bon(result, rows, candidates)
 
 

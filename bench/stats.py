@@ -158,8 +158,8 @@ def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
     for folder in map(Path, folders):
         found = read_cell_files(folder)
         if found is None:
-            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, its score files do not "
-                             "match the sha256s in result.json, or its numbers do not recompute from them)")
+            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, scores.csv.gz or candidates.csv.gz "
+                             "does not match the sha256 in result.json, or its numbers do not recompute from them)")
         cells.append(cell_from_scores(found.result, found.rows, str(folder), found.candidates))
     return cells
 
