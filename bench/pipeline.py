@@ -2,13 +2,15 @@
 
     load -> split -> teacher -> soft labels -> student -> score -> metrics -> write
 
-A cell is one source and one seed. On a protocol with best-of-N candidate sets (``ProtocolSpec.candidates``,
-docs/best-of-n.md) the teacher and the student also score every candidate of every eval set's sets,
-and the cell writes their scores (``candidates.csv.gz``) and BoN accuracies and metrics beside the pairs'. The teacher stage (train the weak model on half A with gold
+A cell is one source and one seed. The teacher stage (train the weak model on half A with gold
 labels, label half B, score every eval set) is cached on disk by a hash of everything that
 determines it (the code and platform included: bench/versions.py), so every method and every rerun on
 the same cell reuses it. Runs that share a results folder or a cache lock each cell and each cache
 entry (bench/locks.py): a second run waits for the first and reuses its work.
+
+On a protocol with best-of-N candidate sets (``ProtocolSpec.candidates``, docs/best-of-n.md) the teacher
+(in its cached stage) and the student also score every candidate of every eval set's sets, and the cell
+writes their scores (``candidates.csv.gz``) and BoN accuracies and metrics beside the pairs'.
 
 Stages 1-3 (``cell_data``) and the record of a cell (``cell_result``) are shared with the commands
 for students trained elsewhere: ``bench labels`` (bench/labels.py) exports stage 4's labels, and
@@ -23,12 +25,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.cache import LOCKS, Cache, SharedWork
+from bench.candidates import score_candidate_sets
 from bench.context import RunContext
 from bench.data import STUDENT_STAGES, TEACHER_STAGES, cell_seed, eval_sets, split_prompt_disjoint, stage_seed
 from bench.distributed import on_main_process, state
 from bench.label_digest import labels_record
 from bench.label_stage import label_stage
-from bench.candidates import score_candidate_sets
 from bench.metrics import accuracy, bon_accuracy, bon_cell_metrics, cell_metrics
 from bench.models import load_reward_model
 from bench.report import params_text
@@ -182,30 +184,27 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
 
     # 6. score: the student on every eval set (and every candidate of their sets, on a protocol with them)
     t = time.perf_counter()
-    student_candidates = None
     if ctx.method.trains:
         scorer = functools.partial(SCORERS.get(ctx.settings.scorer), spec=ctx.models.strong)
         student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student", scorer)
         misfit = student_misfit(student, examples, [teacher.soft_labels[i] for i in kept], ctx.models.score_batch_size,
                                 scorer)
-        timings["student_score"] = time.perf_counter() - t
-        if data.sets is not None:
-            t = time.perf_counter()
-            student_candidates = score_candidate_sets(student, strong, data.sets, evals, student_scores,
-                                                      ctx.models.score_batch_size, "student", scorer)
-        del student
     else:
         misfit = None
         student_scores = {name: ([ctx.method.rule_reward(p.prompt, p.chosen) for p in pairs],
                                  [ctx.method.rule_reward(p.prompt, p.rejected) for p in pairs])
                           for name, pairs in evals.items()}
-        timings["student_score"] = time.perf_counter() - t
-        if data.sets is not None:
-            t = time.perf_counter()
-            student_candidates = {name: [[ctx.method.rule_reward(s.prompt, r) for r in s.responses] for s in its]
-                                  for name, its in data.sets.items()}
+    timings["student_score"] = time.perf_counter() - t
+    student_candidates = None
     if data.sets is not None:
+        t = time.perf_counter()
+        student_candidates = score_candidate_sets(student, strong, data.sets, evals, student_scores,
+                                                  ctx.models.score_batch_size, "student", scorer) \
+            if ctx.method.trains else {name: [[ctx.method.rule_reward(s.prompt, r) for r in s.responses] for s in its]
+                                       for name, its in data.sets.items()}
         timings["student_candidates"] = time.perf_counter() - t
+    if ctx.method.trains:
+        del student
     check_finite({**student_scores, **candidate_checks(student_candidates)}, f"student {ctx.models.strong.name}",
                  f"{source} seed {seed}, {ctx.method.name}")
 
