@@ -61,12 +61,7 @@ def read_scores(v: Validation, rel: str, path: Path, n_pairs: Mapping[str, int])
         elif what:
             flag("text", f"line {line}: pair id contains {what}")
         else:
-            scores = _finite(row[2:])
-            if scores is None:
-                flag("number", f"line {line}: scores must be finite numbers")
-                return None
-            seen.add((eval_set, pair_id))
-            return (eval_set, pair_id, *scores)
+            return _with_numbers(line, row, 2, (eval_set, pair_id), flag, seen, "scores")
         return None
 
     return _read_rows(v, rel, path, SCORE_COLUMNS, _BAD_KINDS, sum(n_pairs.values()), judge,
@@ -90,25 +85,26 @@ def read_candidates(v: Validation, rel: str, path: Path, n_sets: Mapping[str, in
         elif (eval_set, set_id, candidate) in seen:
             flag("twice", f"line {line}: candidate {candidate} of set {set_id[:60]!r} of {eval_set} twice")
         else:
-            numbers = _finite(row[4:])
-            if numbers is None:
-                flag("number", f"line {line}: grade and scores must be finite numbers")
-                return None
-            seen.add((eval_set, set_id, candidate))
-            return (eval_set, set_id, pair_id, candidate, *numbers)
+            return _with_numbers(line, row, 4, (eval_set, set_id, candidate), flag, seen, "grade and scores")
         return None
 
     return _read_rows(v, rel, path, CANDIDATE_COLUMNS, _BAD_CANDIDATE_KINDS, n * sum(n_sets.values()), judge,
                       f"{n} candidates for each set its result.json's eval sets declare (n_sets)")
 
 
-def _finite(texts: list[str]) -> tuple[float, ...] | None:
-    """``texts`` as finite floats, or None."""
+def _with_numbers(line: int, row: list[str], k: int, key: tuple, flag: Callable[[str, str], None], seen: set,
+                  what: str) -> tuple | None:
+    """A row whose first ``k`` fields passed their checks, as those fields and the rest as finite floats (``key``
+    then counts as seen); None after flagging a field that is not a finite number."""
     try:
-        numbers = tuple(float(x) for x in texts)
+        numbers = tuple(float(x) for x in row[k:])
     except ValueError:
+        numbers = (math.nan,)
+    if not all(map(math.isfinite, numbers)):
+        flag("number", f"line {line}: {what} must be finite numbers")
         return None
-    return numbers if all(map(math.isfinite, numbers)) else None
+    seen.add(key)
+    return (*row[:k], *numbers)
 
 
 def _read_rows(v: Validation, rel: str, path: Path, columns: tuple[str, ...], kinds: dict[str, str], max_rows: int,
