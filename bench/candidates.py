@@ -18,6 +18,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from bench.data import Message, Pair
     from bench.scorers import Scorer
+    from bench.specs import DatasetSpec
+
+# Where a dataset's candidate sets come from, by the loader of its pairs: ``function(spec, k, n)`` gives the sets of
+# its first k test pairs, n candidates each, built from those pairs. A dataset whose loader is not here has none
+# yet: a real dataset's sets need the rated responses its stored splits lack (bench.datasets.candidate_sets).
+CANDIDATE_LOADERS = {"bench.suites.mini:load": "bench.suites.mini.candidates:load_candidates"}
 
 
 @dataclass(slots=True)
@@ -105,3 +111,36 @@ def score_candidate_sets(model, formatter, sets: dict[str, list[CandidateSet]], 
                 row.append(known[first[text]] if first[text] in known else rewards[(name, i, first[text])])
             out[name].append(row)
     return out
+
+
+def candidate_loader(spec: DatasetSpec) -> str:
+    """``module:function`` that builds ``spec``'s candidate sets; a BenchError when it has none."""
+    from bench.errors import BenchError
+
+    if spec.loader not in CANDIDATE_LOADERS:
+        raise BenchError(f"dataset {spec.name} has no best-of-N candidate sets (its pairs come from {spec.loader}, and "
+                         f"sets are built for {', '.join(sorted(CANDIDATE_LOADERS))} only): run a protocol without "
+                         "candidates (ProtocolSpec.candidates=None) on it, or add its sets' loader to "
+                         "bench.candidates.CANDIDATE_LOADERS")
+    return CANDIDATE_LOADERS[spec.loader]
+
+
+def load_candidate_sets(spec: DatasetSpec, pairs: list[Pair], n: int) -> list[CandidateSet]:
+    """The candidate sets of a test split's ``pairs`` (its first len(pairs) test pairs), ``n`` candidates each,
+    checked to extend those pairs (``check_against_pairs``); a BenchError when they do not."""
+    from bench.errors import BenchError
+    from bench.registry import import_object
+
+    sets = import_object(candidate_loader(spec))(spec, len(pairs), n)
+    try:
+        check_against_pairs(sets, pairs)
+    except ValueError as error:
+        raise BenchError(f"{spec.name}: {error}") from None
+    if len({s.id for s in sets}) != len(sets):
+        raise BenchError(f"{spec.name}: two candidate sets share an id; a set's id names it in candidates.csv.gz")
+    return sets
+
+
+def candidate_modules(specs: list[DatasetSpec]) -> tuple[str, ...]:
+    """The modules whose code decides these datasets' candidate sets and their scores (for code versions)."""
+    return tuple(sorted({"bench.candidates", *(candidate_loader(s).split(":")[0] for s in specs)}))

@@ -54,6 +54,8 @@ def protocol_card(protocol: ProtocolSpec) -> str:
     for name in protocol.datasets:
         lines += ["", *_dataset_section(DATASETS.get(name), protocol)]
     lines += ["", "## How the pairs of a cell are used", "", *_pipeline_section()]
+    if protocol.candidates is not None:
+        lines += ["", *_candidates_section(protocol)]
     return "\n".join(lines) + "\n"
 
 
@@ -105,6 +107,37 @@ def _pipeline_section() -> list[str]:
         "5. **Metrics:** a pair is correct when r(chosen) > r(rejected), a tie counts half; WRG, AOG and NTS "
         "compare student and teacher on the source's test split (ID) and each target's (OOD).",
     ]
+
+
+def _candidates_section(protocol: ProtocolSpec) -> list[str]:
+    """Best-of-N (ProtocolSpec.candidates): N, which prompts get a set, the metrics, and how each dataset's
+    sets are built, from the docstring of the module that builds them (bench.candidates.CANDIDATE_LOADERS)."""
+    import importlib
+
+    from bench.candidates import candidate_loader
+
+    specs = [DATASETS.get(name) for name in protocol.datasets]
+    lines = [
+        "## Best-of-N candidate sets",
+        "",
+        f"- **Candidates per set (N):** {protocol.candidates}",
+        (f"- **Sets:** one per test pair of every eval set ({_take(protocol, protocol.test_size, 'of each test split')}), "
+         "its prompt and N responses with a gold grade each; every cell's teacher and student score every candidate"),
+        ("- **Metrics** (`bench/metrics.py`): a set earns |T ∩ B| / |T|, T the top-scored candidates and B the gold-best "
+         "(1 when the single top-scored candidate is gold-best; an exact tie at the top shares the credit); BoN accuracy "
+         "is 100 × its mean over an eval set's sets; BoN gain ID, BoN gain OOD and BoN NTS are WRG, AOG and NTS of BoN "
+         "accuracies in place of pair accuracies"),
+    ]
+    by_module: dict[str, list] = {}
+    for spec in specs:
+        by_module.setdefault(candidate_loader(spec).split(":")[0], []).append(spec)
+    for module_name, its in by_module.items():
+        module = importlib.import_module(module_name)
+        lines += ["", f"### How the sets of {', '.join(f'`{s.name}`' for s in its)} are built (`{module_name}`)", "",
+                  inspect.getdoc(module)]
+        if hasattr(module, "card_lines"):
+            lines += ["", "Per dataset:", "", *(line for spec in its for line in module.card_lines(spec))]
+    return lines
 
 
 def _doc(function) -> str:

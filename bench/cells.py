@@ -31,6 +31,9 @@ class Cell:
     independent: bool = False         # its protocol seeds every (seed, source) cell on its own (ProtocolSpec.seeding)
     looks: tuple[int, int] | None = None   # the seeds a paired comparison may be decided at (ProtocolSpec.looks)
     name: str = ""                    # the method's registered name (with #R for a replicate): slugs are never parsed
+    # On a protocol with candidate sets: per eval set (as ``eval_sets``), the teacher's and the student's credit
+    # in each set (bench.metrics.bon_credit), its ``pair_ids`` the set ids; empty without candidate sets
+    bon: tuple[EvalSet, ...] = ()
 
     @property
     def method_name(self) -> str:
@@ -57,8 +60,10 @@ def correctness_from_text(text: str, n: int) -> np.ndarray:
     return halves / 2.0
 
 
-def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
-    """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz."""
+def cell_from_scores(result, rows: Iterable[Mapping], where: str = "", candidates: Iterable[Mapping] | None = None
+                     ) -> Cell:
+    """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz; with
+    its candidates.csv.gz rows (``candidates``), its BoN credits too (``Cell.bon``)."""
     from bench.results import params_slug, replicate_slug
 
     if not isinstance(result, Mapping):     # a schema object (pydantic) rather than the JSON dict
@@ -87,18 +92,37 @@ def cell_from_scores(result, rows: Iterable[Mapping], where: str = "") -> Cell:
     looks = result["protocol"].get("looks")
     return Cell(slug, int(result["seed"]), result["source"], result["category"], tuple(sets),
                 result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None,
-                replicate_slug(result["method"]["name"], result.get("replicate", 0)))
+                replicate_slug(result["method"]["name"], result.get("replicate", 0)),
+                _bon_sets(result, candidates, where) if candidates is not None else ())
+
+
+def _bon_sets(result: Mapping, candidates: Iterable[Mapping], where: str) -> tuple[EvalSet, ...]:
+    """Per eval set of ``result``, the teacher's and the student's credit in each candidate set, ID first."""
+    from bench.metrics import bon_credit
+    from bench.results import candidate_sets_from_rows
+
+    by_name = candidate_sets_from_rows(candidates)
+    sets = []
+    for name, info in result["eval_sets"].items():
+        own = by_name.get(name)
+        if not own:
+            raise ValueError(f"{where}: no candidate sets for eval set {name}")
+        sets.append(EvalSet(name, info["role"], tuple(s.set_id for s in own),
+                            np.array([bon_credit(s.teacher, s.grades) for s in own]),
+                            np.array([bon_credit(s.student, s.grades) for s in own])))
+    return tuple(sorted(sets, key=lambda s: s.role != "id"))
 
 
 def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
-    """Cells from finished cell folders (result.json and scores.csv.gz, read by bench.results.read_cell)."""
-    from bench.results import read_cell
+    """Cells from finished cell folders (result.json, scores.csv.gz and, where the protocol has candidate sets,
+    candidates.csv.gz, read by bench.results.read_cell_files)."""
+    from bench.results import read_cell_files
 
     cells = []
     for folder in map(Path, folders):
-        found = read_cell(folder)
+        found = read_cell_files(folder)
         if found is None:
-            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, scores.csv.gz does not "
-                             "match the sha256 in result.json, or its numbers do not recompute from it)")
-        cells.append(cell_from_scores(*found, str(folder)))
+            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, scores.csv.gz or candidates.csv.gz "
+                             "does not match the sha256 in result.json, or its numbers do not recompute from them)")
+        cells.append(cell_from_scores(found.result, found.rows, str(folder), found.candidates))
     return cells

@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="a results folder, or a submissions folder (default: ./results); several add up, e.g. "
                               "the reference seeds in submissions/mini/tiny and more seeds of the same methods")
     compare.add_argument("--by", choices=["category", "source"], help="also per category (or source)")
+    compare.add_argument("--metric", choices=["nts", "bon-nts"], default="nts",
+                         help="what to compare: NTS, AOG and WRG on the pairs (default), or bon-nts: BoN NTS and the BoN "
+                              "gains on the best-of-N candidate sets of a protocol that has them (docs/best-of-n.md)")
     compare.add_argument("--until-decided", action="store_true",
                          help="run more seeds of both methods, a batch at a time, until their NTS difference is "
                               "decided or known to ±--precision points, or --budget is spent (a protocol seeded per "

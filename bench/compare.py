@@ -5,6 +5,10 @@ A difference is called **decided** when its t-interval over the per-seed paired 
 excludes 0. The hierarchical bootstrap interval is shown beside it, but with few seeds it is too
 narrow (three seeds give ten distinct seed resamples; docs/statistics.md measures how much), so it
 never decides alone.
+
+``--metric bon-nts`` compares best-of-N numbers instead (protocols with candidate sets): the same
+boards, intervals and rule, on the cells' BoN views (bench.stats.bon_view), whose NTS, AOG and WRG are
+BoN NTS, BoN gain OOD and BoN gain ID.
 """
 from __future__ import annotations
 
@@ -19,10 +23,27 @@ import pandas as pd
 from bench.cells import Cell, cell_from_scores
 from bench.errors import BenchError
 from bench.report import fmt
-from bench.stats import Board
+from bench.stats import Board, bon_view
 
 BASELINE = "naive"
 CEILING = "ceiling"
+# What a board's NTS, AOG and WRG are called, by what is compared (``bench compare --metric``): the pairs' metrics,
+# or on the cells' BoN views (bench.stats.bon_view) the best-of-N ones (bench.metrics.BON_METRICS)
+LABELS = {"nts": {"nts": "NTS", "aog": "AOG", "wrg": "WRG"},
+          "bon-nts": {"nts": "BoN NTS", "aog": "BoN gain OOD", "wrg": "BoN gain ID"}}
+
+
+def view(cells: list[Cell], metric: str) -> list[Cell]:
+    """The cells as a Board of ``metric`` (a key of LABELS) reads them: as they are, or their BoN views."""
+    if metric not in LABELS:
+        raise BenchError(f"--metric {metric!r}: give one of {', '.join(LABELS)}")
+    if metric == "nts":
+        return cells
+    try:
+        return bon_view(cells)
+    except ValueError as error:
+        raise BenchError(f"--metric {metric}: {error}; compare its pair metrics (--metric nts), or run a protocol with "
+                         "candidate sets (docs/best-of-n.md)") from None
 
 
 def interval_text(low: float, high: float) -> str:
@@ -37,14 +58,15 @@ def cells_under(*roots: Path) -> dict[tuple[str, str], list[Cell]]:
     """Every finished cell under results or submissions folders with its per-pair correctness,
     grouped by (protocol, model pair): only cells of one group can be compared. Several folders add up
     (the reference seeds in submissions/ and more seeds of the same methods elsewhere)."""
-    from bench.results import RESULT_FILE, read_cell
+    from bench.results import RESULT_FILE, read_cell_files
 
     groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
     for path in sorted(p for root in roots for p in Path(root).rglob(RESULT_FILE)):
-        found = read_cell(path.parent)
+        found = read_cell_files(path.parent)
         if found is not None:
-            result, rows = found
-            groups[result.protocol.name, result.models["name"]].append(cell_from_scores(result, rows, str(path.parent)))
+            result = found.result
+            groups[result.protocol.name, result.models["name"]].append(
+                cell_from_scores(result, found.rows, str(path.parent), found.candidates))
     return groups
 
 
@@ -58,22 +80,24 @@ def named(roots: list[Path]) -> str:
 
 
 def decision_table(board: Board, baseline: str = BASELINE, category: str | None = None,
-                   source: str | None = None) -> pd.DataFrame:
+                   source: str | None = None, metric: str = "nts") -> pd.DataFrame:
     """One row per method (its slug): NTS with its 95% interval, the rank interval, and Δ NTS against
-    ``baseline`` with the bootstrap and the per-seed t-interval, its p-value and whether it is decided."""
+    ``baseline`` with the bootstrap and the per-seed t-interval, its p-value and whether it is decided.
+    ``metric`` names the columns: "bon-nts" for a board of BoN views (``view``)."""
     rows = []
+    name = LABELS[metric]["nts"]
     contenders = [m for m in board.methods if m != CEILING]   # the ceiling is a reference, ranked with no one
     ranks = {r.method: r for r in board.ranks(contenders, category=category, source=source)} if contenders else {}
     for method in board.methods:
         nts = board.stats(method, category=category, source=source).metrics["nts"]
-        row = {"method": method, "NTS": nts.estimate, "NTS 95% CI": interval_text(nts.low, nts.high)}
+        row = {"method": method, name: nts.estimate, f"{name} 95% CI": interval_text(nts.low, nts.high)}
         if method in ranks:
             rank = ranks[method]
             row.update({"rank": rank.rank, "rank 95%": f"{rank.low}-{rank.high}" if rank.low != rank.high
                         else str(rank.low)})
         if baseline in board.methods and method != baseline:
             delta = board.compare(method, baseline, category=category, source=source).deltas["nts"]
-            row.update({f"Δ NTS vs {baseline}": delta.estimate, "Δ bootstrap 95%": interval_text(delta.low, delta.high),
+            row.update({f"Δ {name} vs {baseline}": delta.estimate, "Δ bootstrap 95%": interval_text(delta.low, delta.high),
                         "p": delta.p_text})
             decision = deciding_interval(board, method, baseline, "nts", category, source, delta)
             row.update({decision_column(board): interval_text(decision.low, decision.high),
@@ -81,7 +105,7 @@ def decision_table(board: Board, baseline: str = BASELINE, category: str | None 
             if board.independent:
                 row["runs"] = decision.basis.split()[0]
         rows.append(row)
-    table = pd.DataFrame(rows).sort_values("NTS", ascending=False, kind="stable").reset_index(drop=True)
+    table = pd.DataFrame(rows).sort_values(name, ascending=False, kind="stable").reset_index(drop=True)
     if "rank" in table:   # an integer, though the unranked ceiling leaves a gap
         table["rank"] = table["rank"].astype("Int64")
     return table.astype(object).where(table.notna(), "")   # the baseline has no Δ against itself
@@ -124,8 +148,9 @@ def deciding_interval(board: Board, a: str, b: str, metric: str, category: str |
     return Decision(delta.t_low, delta.t_high, decided, f"{len(board.seeds)} seeds")
 
 
-def comparison_table(board: Board, a: str, b: str, by: str | None = None) -> pd.DataFrame:
-    """A - B on NTS, AOG and WRG, over all cells and (``by``) per category or source."""
+def comparison_table(board: Board, a: str, b: str, by: str | None = None, metric: str = "nts") -> pd.DataFrame:
+    """A - B on NTS, AOG and WRG, over all cells and (``by``) per category or source; ``metric`` "bon-nts" names
+    them as a board of BoN views (``view``) holds them: BoN NTS, BoN gain OOD and BoN gain ID."""
     scopes: list[tuple[str | None, str | None]] = [(None, None)]
     if by == "category":
         scopes += [(c, None) for c in board.categories]
@@ -134,9 +159,9 @@ def comparison_table(board: Board, a: str, b: str, by: str | None = None) -> pd.
     rows = []
     for category, source in scopes:
         comparison = board.compare(a, b, category=category, source=source)
-        for metric, delta in comparison.deltas.items():
-            decision = deciding_interval(board, a, b, metric, category, source, delta)
-            rows.append({"scope": comparison.scope, "metric": metric.upper(), f"{a} − {b}": f"{delta.estimate:+.2f}",
+        for key, delta in comparison.deltas.items():
+            decision = deciding_interval(board, a, b, key, category, source, delta)
+            rows.append({"scope": comparison.scope, "metric": LABELS[metric][key], f"{a} − {b}": f"{delta.estimate:+.2f}",
                          "bootstrap 95%": interval_text(delta.low, delta.high), "p": delta.p_text,
                          "deciding 95%": f"{interval_text(decision.low, decision.high)} ({decision.basis})",
                          "decided": "yes" if decision.decided else "no",
@@ -188,7 +213,7 @@ def one_side(groups: dict[tuple[str, str], list[Cell]], roots: list[Path], name:
     return protocol, f"{slug}@{pair}", [c for c in cells if c.method == slug]
 
 
-def board_across_pairs(root: Path | Sequence[Path], names: list[str]) -> tuple[Board, list[str]]:
+def board_across_pairs(root: Path | Sequence[Path], names: list[str], metric: str = "nts") -> tuple[Board, list[str]]:
     """The board of two methods on two model pairs of one protocol (``naive@tiny+early-stop`` against
     ``naive@tiny``): a training setting against the same method without it. Paired only when both sides
     have the same cells and test pairs and their students learned from one teacher: every cell's teacher
@@ -221,17 +246,19 @@ def board_across_pairs(root: Path | Sequence[Path], names: list[str]) -> tuple[B
                                  "(the same weak model and teacher training, thread count and CPU kernels)")
     try:
         return Board([dataclasses.replace(c, method=label) for label, cells in ((a, cells_a), (b, cells_b))
-                      for c in cells]), [a, b]
+                      for c in view(cells, metric)]), [a, b]
     except ValueError as error:
         raise BenchError(f"cannot compare {a} and {b}: {error}") from None
 
 
-def board_for(root: Path | Sequence[Path], names: list[str] | None = None) -> tuple[Board, list[str]]:
+def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metric: str = "nts"
+              ) -> tuple[Board, list[str]]:
     """The bootstrap board of the one (protocol, model pair) under ``root`` (a folder, or several whose cells
     add up) that holds ``names`` (all its methods without names), and the names resolved to slugs; a name
-    with ``@PAIR`` compares across model pairs (``board_across_pairs``)."""
+    with ``@PAIR`` compares across model pairs (``board_across_pairs``). ``metric`` "bon-nts": a board of
+    the cells' BoN views (``view``)."""
     if names and any(split_pair(n)[1] for n in names):
-        return board_across_pairs(root, names)
+        return board_across_pairs(root, names, metric)
     roots = folders(root)
     groups = cells_under(*roots)
     if names:
@@ -247,6 +274,6 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None) -> tu
     if slugs:
         cells = [c for c in cells if c.method in slugs]
     try:
-        return Board(cells), slugs
+        return Board(view(cells, metric)), slugs
     except ValueError as error:
         raise BenchError(f"cannot compare the methods under {named(roots)}: {error}") from None

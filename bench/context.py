@@ -11,15 +11,11 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from bench.cache import Cache
+from bench.candidates import CandidateSet, candidate_modules, load_candidate_sets
 from bench.data import LoadedSplit, Pair, eval_sets, load_pairs
 from bench.env import environment
-from bench.models import (
-    formatter_for,
-    load_tokenizer,
-    max_positions,
-    model_provenance,
-    weights_revision,
-)
+from bench.errors import BenchError
+from bench.models import formatter_for, load_tokenizer, max_positions, model_provenance, weights_revision
 from bench.protocols import DATASETS, protocol_hash
 from bench.results import SCHEMA_VERSION
 from bench.settings import RunSettings
@@ -72,6 +68,14 @@ class RunContext:
         return self.loaded(dataset, split).pairs
 
     @lru_cache(maxsize=None)
+    def candidate_sets(self, dataset: str) -> list[CandidateSet]:
+        """The best-of-N sets of ``dataset``'s test pairs, one per pair, ``protocol.candidates`` candidates each
+        (bench.candidates); a BenchError when the protocol has none or the dataset cannot give them."""
+        if self.protocol.candidates is None:
+            raise BenchError(f"protocol {self.protocol.name} scores no candidate sets (its candidates is None)")
+        return load_candidate_sets(DATASETS.get(dataset), self.pairs(dataset, "test"), self.protocol.candidates)
+
+    @lru_cache(maxsize=None)
     def formatter(self, which: str):
         """The model's token layout at the protocol's max length, or the model's own limit when that is
         shorter (an encoder with 512 positions on a 1024-token protocol); the formatter's provenance,
@@ -94,8 +98,14 @@ class RunContext:
 
     def loaders(self, source: str) -> tuple[str, ...]:
         """The modules that load a cell's datasets: their code decides its pairs (generated data has no
-        other fingerprint), so it is part of the code version of the teacher and of the cell."""
-        return tuple(sorted({DATASETS.get(name).loader.split(":")[0] for name in (source, *eval_sets(self.protocol, source))}))
+        other fingerprint), so it is part of the code version of the teacher and of the cell; with the modules
+        that build and score its candidate sets when the protocol has them."""
+        names = (source, *eval_sets(self.protocol, source))
+        loaders = tuple(sorted({DATASETS.get(name).loader.split(":")[0] for name in names}))
+        if self.protocol.candidates is None:
+            return loaders
+        # the test splits' candidate sets are data of the cell too (only where the protocol scores them: keys stay)
+        return loaders + candidate_modules([DATASETS.get(name) for name in eval_sets(self.protocol, source)])
 
     def code(self, source: str) -> str:
         """The version of the code that decides a cell's numbers (bench.versions.CELL_CODE, the loaders)."""

@@ -6,7 +6,8 @@ model when ``--student`` is not given. Per cell (source x seed) it is scored on 
 test splits with the protocol's formatter for the pair's architecture, built from the checkpoint's own
 tokenizer, against the cell's cached teacher (trained first if it is not cached), and the result is a
 normal cell result (``bench.results.CellResult``: per-pair scores, WRG / AOG / NTS, the misfit to the
-teacher's labels on half B) written to ``<out>/<protocol>/<models>/<name>[_params]/seed<N>/<source>/``,
+teacher's labels on half B; on a protocol with best-of-N candidate sets, every candidate's scores and the
+BoN accuracies and metrics too) written to ``<out>/<protocol>/<models>/<name>[_params]/seed<N>/<source>/``,
 where ``bench report``, ``bench compare``, ``bench verify`` and ``bench submit`` read it like any other.
 What marks it as external: ``method.origin.kind`` is ``external`` and ``external`` records the
 checkpoint (its weights' sha256 per file, or its hub commit and those), the adapter, and the digest of
@@ -408,6 +409,7 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
     write each cell's result; returns the CellResults. ``student``/``adapter`` may hold {seed}, {source}
     and {cell}; ``labels`` is the folder bench labels wrote (its root or one cell's) or a train.jsonl."""
     from bench.cache import LOCKS, Cache
+    from bench.candidates import score_candidate_sets
     from bench.context import RunContext
     from bench.label_digest import label_digest, labels_record
     from bench.labels import read_rows
@@ -421,20 +423,9 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
         student_misfit,
     )
     from bench.preflight import check_files, check_folders, preflight
-    from bench.results import (
-        EXTERNAL_NOTE,
-        ExternalStudent,
-        cell_dir,
-        load_cell,
-        params_slug,
-        write_cell,
-    )
-    from bench.scorers import (
-        CHECKPOINT_FIX,
-        check_finite,
-        score_eval_sets,
-        score_with_model,
-    )
+    from bench.results import EXTERNAL_NOTE, ExternalStudent, cell_dir, load_cell, params_slug, write_cell
+    from bench.scorers import CHECKPOINT_FIX, check_finite, score_eval_sets, score_with_model
+    from bench.teacher import candidate_checks
     from bench.train import TrainExample
 
     params = dict(params or {})
@@ -512,13 +503,20 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
                         for o, q in zip(teacher.ordered, teacher.soft_labels)]
             misfit = student_misfit(model, examples, teacher.soft_labels, ctx.models.score_batch_size, scorer)
             timings["student_score"] = time.perf_counter() - t
+            candidates = None
+            if data.sets is not None:   # a protocol with best-of-N sets: every candidate, as bench run scores them
+                t = time.perf_counter()
+                candidates = score_candidate_sets(model, fmt, data.sets, data.evals, scores,
+                                                  ctx.models.score_batch_size, "student", scorer)
+                timings["student_candidates"] = time.perf_counter() - t
             del model
-            check_finite(scores, checked.label, f"{source} seed {seed}", CHECKPOINT_FIX)
+            check_finite({**scores, **candidate_checks(candidates)}, checked.label, f"{source} seed {seed}",
+                         CHECKPOINT_FIX)
             external = ExternalStudent(note=EXTERNAL_NOTE,
                                        checkpoint=checked.checkpoint.record if checked.checkpoint else
                                        {"pair_strong_model": ctx.models.strong.name, **ctx.revisions["strong"]},
                                        adapter=checked.adapter.record if checked.adapter else None, trained_on=claimed)
-            result, rows = cell_result(
+            result, rows, candidate_rows = cell_result(
                 ctx, source, seed, data, cell_key=key,
                 method={"name": name, "params": params, "labels": "teacher", "trains": True,
                         "paper": paper or "not given (external training)", "origin": {"kind": "external"}},
@@ -527,6 +525,6 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
                 misfit=misfit, labels=labels_of_cell,
                 truncated=sum(e.a.truncated + e.b.truncated for e in examples),
                 formatters={"weak": ctx.formatter("weak").provenance(), "strong": fmt.provenance()},
-                timings=timings, started=started, stages=TEACHER_STAGES, external=external)
-            results.append(write_cell(folders[seed, source], result, rows))
+                timings=timings, started=started, stages=TEACHER_STAGES, external=external, student_candidates=candidates)
+            results.append(write_cell(folders[seed, source], result, rows, candidate_rows=candidate_rows))
     return results

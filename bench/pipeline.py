@@ -8,6 +8,10 @@ determines it (the code and platform included: bench/versions.py), so every meth
 the same cell reuses it. Runs that share a results folder or a cache lock each cell and each cache
 entry (bench/locks.py): a second run waits for the first and reuses its work.
 
+On a protocol with best-of-N candidate sets (``ProtocolSpec.candidates``, docs/best-of-n.md) the teacher
+(in its cached stage) and the student also score every candidate of every eval set's sets, and the cell
+writes their scores (``candidates.csv.gz``) and BoN accuracies and metrics beside the pairs'.
+
 Stages 1-3 (``cell_data``) and the record of a cell (``cell_result``) are shared with the commands
 for students trained elsewhere: ``bench labels`` (bench/labels.py) exports stage 4's labels, and
 ``bench evaluate`` (bench/evaluate.py) scores a checkpoint in place of stages 5-6.
@@ -21,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.cache import LOCKS, Cache, SharedWork
+from bench.candidates import score_candidate_sets
 from bench.context import RunContext
 from bench.data import (
     STUDENT_STAGES,
@@ -33,10 +38,11 @@ from bench.data import (
 from bench.distributed import on_main_process, state
 from bench.label_digest import labels_record
 from bench.label_stage import label_stage
-from bench.metrics import accuracy, cell_metrics
+from bench.metrics import accuracy, bon_accuracy, bon_cell_metrics, cell_metrics
 from bench.models import load_reward_model
 from bench.report import params_text
 from bench.results import (
+    CANDIDATES_FILE,
     METHOD_SOURCE_FILE,
     RESULT_FILE,
     SCHEMA_VERSION,
@@ -53,7 +59,7 @@ from bench.results import (
 from bench.scorers import SCORERS, check_finite, score_eval_sets
 from bench.settings import RunSettings
 from bench.specs import to_plain
-from bench.teacher import CellData, Teacher, teacher_stage
+from bench.teacher import CellData, Teacher, candidate_checks, teacher_stage
 from bench.train import TrainExample, train_student
 from methods import make_method, method_origin, method_source
 from methods.api import Method, has_label_stage, preference_probability
@@ -66,15 +72,17 @@ MISFIT_PAIRS = 256   # half-B pairs the misfit is measured on: a seeded sample, 
 def cell_data(ctx: RunContext, source: str, seed: int, timings: dict[str, float]) -> CellData:
     """Stages 1-3 of a cell: load, split, teacher (cached). Split and teacher draw from the cell's seed
     (bench.data.cell_seed: the protocol's seed, or one of the cell's own)."""
-    # 1. load: the source's train pool and the test split of the source and of each target
+    # 1. load: the source's train pool and the test split of the source and of each target (with its
+    # candidate sets, on a protocol that has them)
     pool = ctx.pairs(source, "train")
     evals = {name: ctx.pairs(name, "test") for name in eval_sets(ctx.protocol, source)}
+    sets = {name: ctx.candidate_sets(name) for name in evals} if ctx.protocol.candidates is not None else None
     # 2. split: two prompt-disjoint halves, A for the teacher and B for the student
     own = cell_seed(ctx.protocol, seed, source)
     half_a, half_b = split_prompt_disjoint(pool, own)
-    # 3. teacher: trained on A with gold labels; labels B; scores every eval set (cached)
-    teacher = teacher_stage(ctx, source, own, half_a, half_b, evals, timings)
-    return CellData(pool, evals, half_a, half_b, teacher)
+    # 3. teacher: trained on A with gold labels; labels B; scores every eval set and candidate (cached)
+    teacher = teacher_stage(ctx, source, own, half_a, half_b, evals, timings, sets=sets)
+    return CellData(pool, evals, half_a, half_b, teacher, sets)
 
 
 def training_targets(teacher: Teacher, labels: str) -> list[float]:
@@ -89,21 +97,37 @@ def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell
                 student_scores: dict[str, tuple[list[float], list[float]]], student: dict, misfit: dict | None,
                 labels: LabelsRecord | None, truncated: int, formatters: dict[str, dict], timings: dict[str, float],
                 started: float, stages: tuple[str, ...] = TEACHER_STAGES + STUDENT_STAGES,
-                external: ExternalStudent | None = None, label_stage: dict | None = None
-                ) -> tuple[CellResult, list[tuple]]:
+                external: ExternalStudent | None = None, label_stage: dict | None = None,
+                student_candidates: dict[str, list[list[float]]] | None = None
+                ) -> tuple[CellResult, list[tuple], list[tuple] | None]:
     """Stage 7 and the record of stage 8: the cell's accuracies and WRG / AOG / NTS per target from the
-    teacher's and the student's scores, as a CellResult, with its per-pair score rows."""
+    teacher's and the student's scores, as a CellResult, with its per-pair score rows; on a protocol with
+    candidate sets, its BoN accuracies and metrics too, with its per-candidate score rows (else None)."""
     evals, teacher = data.evals, data.teacher
     accuracies = {name: {"teacher": accuracy(*teacher.scores[name]), "student": accuracy(*student_scores[name])}
                   for name in evals}
     metrics = cell_metrics(accuracies, source)
+    bon, candidate_rows = {name: {} for name in evals}, None
+    if data.sets is not None:
+        grades = {name: [s.grades for s in data.sets[name]] for name in evals}
+        bons = {name: {"teacher": bon_accuracy(teacher.candidate_scores[name], grades[name]),
+                       "student": bon_accuracy(student_candidates[name], grades[name])} for name in evals}
+        bon = {name: {"n_sets": len(data.sets[name]), "teacher_bon": bons[name]["teacher"],
+                      "student_bon": bons[name]["student"]} for name in evals}
+        for target, values in bon_cell_metrics(bons, source).items():
+            metrics[target].update(values)
+        candidate_rows = [(name, s.id, s.pair_id or "", j, grade, t, st)
+                          for name in evals
+                          for s, t_row, s_row in zip(data.sets[name], teacher.candidate_scores[name], student_candidates[name])
+                          for j, (grade, t, st) in enumerate(zip(s.grades, t_row, s_row))]
     timings["total"] = time.perf_counter() - started
     result = CellResult(
         schema_version=SCHEMA_VERSION,
         cell_key=cell_key,
         protocol={"name": ctx.protocol.name, "version": ctx.protocol.version, "hash": ctx.protocol_hash,
                   **({"seeding": ctx.protocol.seeding} if ctx.protocol.seeding != "shared" else {}),
-                  **({"looks": list(ctx.protocol.looks)} if ctx.protocol.looks else {})},
+                  **({"looks": list(ctx.protocol.looks)} if ctx.protocol.looks else {}),
+                  **({"candidates": ctx.protocol.candidates} if ctx.protocol.candidates is not None else {})},
         method=method,
         models={**to_plain(ctx.models),
                 "weak": {**to_plain(ctx.models.weak), "revision": ctx.revisions["weak"]},
@@ -114,7 +138,8 @@ def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell
         replicate=ctx.settings.replicate,
         derived_seeds={stage: stage_seed(ctx.protocol, seed, source, stage, ctx.settings.replicate) for stage in stages},
         eval_sets={name: {"role": role, "n_pairs": len(evals[name]),
-                          "teacher_acc": accuracies[name]["teacher"], "student_acc": accuracies[name]["student"]}
+                          "teacher_acc": accuracies[name]["teacher"], "student_acc": accuracies[name]["student"],
+                          **bon[name]}
                    for name, role in eval_sets(ctx.protocol, source).items()},
         metrics=metrics,
         datasets={"train_pool": ctx.loaded(source, "train").provenance,
@@ -138,7 +163,7 @@ def cell_result(ctx: RunContext, source: str, seed: int, data: CellData, *, cell
     rows = [(name, pair.id, tc, tr, sc, sr)
             for name, pairs in evals.items()
             for pair, tc, tr, sc, sr in zip(pairs, *teacher.scores[name], *student_scores[name])]
-    return result, rows
+    return result, rows, candidate_rows
 
 
 def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
@@ -177,24 +202,34 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
                                     seed=seeds["student-order"], desc=f"student {source} s{seed}", trained_on=trained_on)
     timings["student_train"] = time.perf_counter() - t
 
-    # 6. score: the student on every eval set
+    # 6. score: the student on every eval set (and every candidate of their sets, on a protocol with them)
     t = time.perf_counter()
     if ctx.method.trains:
         scorer = functools.partial(SCORERS.get(ctx.settings.scorer), spec=ctx.models.strong)
         student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student", scorer)
         misfit = student_misfit(student, examples, [teacher.soft_labels[i] for i in kept], ctx.models.score_batch_size,
                                 scorer)
-        del student
     else:
         misfit = None
         student_scores = {name: ([ctx.method.rule_reward(p.prompt, p.chosen) for p in pairs],
                                  [ctx.method.rule_reward(p.prompt, p.rejected) for p in pairs])
                           for name, pairs in evals.items()}
     timings["student_score"] = time.perf_counter() - t
-    check_finite(student_scores, f"student {ctx.models.strong.name}", f"{source} seed {seed}, {ctx.method.name}")
+    student_candidates = None
+    if data.sets is not None:
+        t = time.perf_counter()
+        student_candidates = score_candidate_sets(student, strong, data.sets, evals, student_scores,
+                                                  ctx.models.score_batch_size, "student", scorer) \
+            if ctx.method.trains else {name: [[ctx.method.rule_reward(s.prompt, r) for r in s.responses] for s in its]
+                                       for name, its in data.sets.items()}
+        timings["student_candidates"] = time.perf_counter() - t
+    if ctx.method.trains:
+        del student
+    check_finite({**student_scores, **candidate_checks(student_candidates)}, f"student {ctx.models.strong.name}",
+                 f"{source} seed {seed}, {ctx.method.name}")
 
     # 7-8. metrics, then write: per-pair scores and the cell's numbers, atomically
-    result, rows = cell_result(
+    result, rows, candidate_rows = cell_result(
         ctx, source, seed, data, cell_key=ctx.cell_key(source, seed),
         method={"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels,
                 "trains": ctx.method.trains, "paper": ctx.method.paper, "origin": method_origin(type(ctx.method))},
@@ -204,11 +239,11 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
         if ctx.method.trains else None,
         truncated=sum(e.a.truncated + e.b.truncated for e in examples),
         formatters={w: ctx.formatter(w).provenance() for w in ("weak", "strong")}, timings=timings, started=started,
-        label_stage=stage.record(len(teacher.ordered)) if stage else None)
+        label_stage=stage.record(len(teacher.ordered)) if stage else None, student_candidates=student_candidates)
     folder = cell_dir(ctx.settings.out, ctx.protocol.name, ctx.models.name, run_slug(ctx.settings, ctx.method), seed,
                       source)
     source = method_source(type(ctx.method))   # a method that is not built in: its source, for a reviewer
-    written = on_main_process(lambda: write_cell(folder, result, rows, source))  # launched on several processes: one writes
+    written = on_main_process(lambda: write_cell(folder, result, rows, source, candidate_rows))  # launched on several processes: one writes
     return written or result
 
 
@@ -241,8 +276,9 @@ def check_cells(ctx: RunContext, cells: list[tuple[int, str]]) -> None:
     """What would fail a cell after its teacher trained, checked before any work: a train pool whose
     prompt-disjoint halves hold fewer than MIN_HALF_PAIRS pairs each (with one pair, half B is empty
     and the teacher's label statistics divide by zero; a one-pair half trains on a single comparison),
-    and an eval set with no pairs (its accuracy is undefined). The pools are loaded here once; the
-    cells reuse them (RunContext.loaded)."""
+    an eval set with no pairs (its accuracy is undefined), and, on a protocol with candidate sets, an eval
+    set that has none or whose sets do not extend its pairs (bench.candidates.load_candidate_sets). The
+    pools are loaded here once; the cells reuse them (RunContext.loaded)."""
     from bench.errors import BenchError
 
     for seed, source in cells:
@@ -259,6 +295,8 @@ def check_cells(ctx: RunContext, cells: list[tuple[int, str]]) -> None:
             if not ctx.pairs(name, "test"):
                 raise BenchError(f"eval set {name} (a target of {source}) has no test pairs: its accuracy is undefined. "
                                  "Use a larger --cap-test or check the dataset's test split")
+            if ctx.protocol.candidates is not None:
+                ctx.candidate_sets(name)   # a dataset without sets, or sets that do not extend its pairs: refused now
 
 
 def checked_method(settings: RunSettings) -> Method:
@@ -296,7 +334,7 @@ def check_before_work(ctx: RunContext, folders: dict[tuple[int, str], Path], tod
 def cell_files(folders: dict[tuple[int, str], Path], cells: list[tuple[int, str]]) -> dict[str, Path]:
     """The files a cell writes (what each is -> path), for bench.preflight.check_files."""
     return {f"the {name} of {source} seed {seed}": folders[seed, source] / name
-            for seed, source in cells for name in (METHOD_SOURCE_FILE, SCORES_FILE, RESULT_FILE)}
+            for seed, source in cells for name in (METHOD_SOURCE_FILE, SCORES_FILE, CANDIDATES_FILE, RESULT_FILE)}
 
 
 def run(settings: RunSettings) -> list[CellResult]:

@@ -93,6 +93,9 @@ PROTOCOLS.register("mini", ProtocolSpec(
     seeds=(0, 1, 2),
     max_length=64,
 ))
+# Best-of-N (docs/best-of-n.md) is one field: a protocol with ``candidates=N`` scores N candidates per test prompt in
+# every cell (bench.suites.mini.candidates builds mini's). mini v2 with best-of-4 sets, once its design is decided,
+# is registered as ``dataclasses.replace(PROTOCOLS.get("mini"), version="2.0", candidates=4, ...)`` (under its name).
 
 
 # --- model pairs ------------------------------------------------------------------------------------

@@ -5,11 +5,12 @@ on the source's test split and on every target's. ``CellResult`` is the schema o
 every field is declared here once, with what it holds; the pipeline writes it, and ``bench report``,
 ``bench verify``, ``bench submit``, ``bench validate`` and the leaderboard read it through it.
 
-Any number in ``result.json`` can be recomputed from ``scores.csv.gz``; ``recompute`` is the one
-function that does it (``bench verify`` and ``bench validate`` both call it). A non-finite score is
-an error there, as it is in the pipeline. The scores file is written first and ``result.json`` last
-(it records the scores file's sha256), so a cell is complete exactly when its result.json loads and
-the checksum matches.
+Any number in ``result.json`` can be recomputed from ``scores.csv.gz`` and, on a protocol with
+best-of-N candidate sets, ``candidates.csv.gz`` (every candidate's scores, docs/best-of-n.md);
+``recompute`` is the one function that does it (``bench verify`` and ``bench validate`` both call it).
+A non-finite score is an error there, as it is in the pipeline. The score files are written first and
+``result.json`` last (it records their sha256s), so a cell is complete exactly when its result.json
+loads and the checksums match.
 """
 from __future__ import annotations
 
@@ -20,18 +21,12 @@ import re
 import zlib
 from collections import defaultdict
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Literal
+from typing import Annotated, Any, Iterable, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bench.io import (
-    atomic_write_bytes,
-    atomic_write_json,
-    csv_gz_bytes,
-    read_csv_gz,
-    sha256_file,
-)
-from bench.metrics import accuracy, cell_metrics
+from bench.io import atomic_write_bytes, atomic_write_json, csv_gz_bytes, read_csv_gz, sha256_file
+from bench.metrics import accuracy, bon_accuracy, bon_cell_metrics, cell_metrics
 from bench.specs import stable_hash
 
 SCHEMA_VERSION = 1
@@ -41,6 +36,11 @@ SCORES_FILE = "scores.csv.gz"
 # source, which bench submit puts into the submission for a reviewer to read (methods.method_source).
 METHOD_SOURCE_FILE = "method_source.py"
 SCORE_COLUMNS = ("eval_set", "pair_id", "teacher_chosen", "teacher_rejected", "student_chosen", "student_rejected")
+# A protocol with candidate sets (ProtocolSpec.candidates): every candidate's teacher and student score, one row
+# per candidate, a set's rows in candidate order. ``pair_id``: the eval pair a set is built from, whose chosen
+# and rejected are its candidates 0 and 1 (their scores are the pair's in SCORES_FILE); empty for a set without one.
+CANDIDATES_FILE = "candidates.csv.gz"
+CANDIDATE_COLUMNS = ("eval_set", "set_id", "pair_id", "candidate", "grade", "teacher", "student")
 
 Number = Annotated[float, Field(allow_inf_nan=False)]   # a JSON number: NaN and infinities are refused
 ParamValue = str | int | float | bool | None
@@ -58,6 +58,7 @@ class ProtocolRef(_Schema):
                                                     # runs are independent); None: a seed's sources share theirs (v1)
     looks: list[int] | None = None     # ProtocolSpec.looks, [first, last]: the seeds a paired comparison may be
                                        # decided at (bench.sequential); None: one fixed look
+    candidates: int | None = None      # ProtocolSpec.candidates: N of the best-of-N sets every cell scores; None: none
 
 
 class MethodRecord(_Schema):
@@ -74,18 +75,27 @@ class EvalSetResult(_Schema):
     n_pairs: int                       # pairs scored
     teacher_acc: Number                # accuracy in points (a tie counts half)
     student_acc: Number
+    # On a protocol with candidate sets (else None): the sets scored (one per test pair) and the BoN accuracy
+    # in points, bench.metrics.bon_accuracy: the share of sets whose top-scored candidate is gold-best
+    n_sets: int | None = None
+    teacher_bon: Number | None = None
+    student_bon: Number | None = None
 
 
 class CellMetrics(_Schema):
     wrg: Number                        # Acc_student(S) - Acc_teacher(S), bench/metrics.py
     aog: Number                        # Acc_student(T) - Acc_teacher(T)
     nts: Number                        # AOG - max(0, Acc_teacher(S) - Acc_student(S))
+    # WRG, AOG and NTS of BoN accuracies (bench.metrics.bon_cell_metrics), on a protocol with candidate sets
+    bon_gain_id: Number | None = None  # BoN_student(S) - BoN_teacher(S)
+    bon_gain_ood: Number | None = None  # BoN_student(T) - BoN_teacher(T)
+    bon_nts: Number | None = None      # BoN gain OOD - max(0, BoN_teacher(S) - BoN_student(S))
 
 
 class ScoresFile(_Schema):
-    name: str                          # SCORES_FILE, beside result.json
+    name: str                          # SCORES_FILE (or CANDIDATES_FILE), beside result.json
     sha256: str                        # of the file's bytes: a changed scores file makes the cell incomplete
-    columns: list[str]                 # SCORE_COLUMNS
+    columns: list[str]                 # SCORE_COLUMNS (CANDIDATE_COLUMNS)
 
 
 class Misfit(_Schema):
@@ -146,6 +156,7 @@ class CellResult(_Schema):
     command: str                       # the command that ran the cell (paths made local by bench submit)
     created_utc: str                   # ISO time the cell finished
     scores_file: ScoresFile | None = None   # set by write_cell, once the scores file is on disk
+    candidates_file: ScoresFile | None = None   # set by write_cell on a protocol with candidate sets: CANDIDATES_FILE
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True)
@@ -172,41 +183,69 @@ def cell_dir(out: Path, protocol: str, models: str, slug: str, seed: int, source
     return Path(out) / protocol / models / slug / f"seed{seed}" / source.replace("/", "__")
 
 
-def write_cell(folder: Path, result: CellResult, score_rows: list[tuple], method_source: bytes | None = None
-               ) -> CellResult:
+def write_cell(folder: Path, result: CellResult, score_rows: list[tuple], method_source: bytes | None = None,
+               candidate_rows: list[tuple] | None = None) -> CellResult:
     """The cell's files, result.json last (a cell is finished once it is there): the method's source
-    when given (METHOD_SOURCE_FILE), the per-pair scores, then the result with the scores' sha256."""
+    when given (METHOD_SOURCE_FILE), the per-pair scores, the per-candidate scores when given
+    (CANDIDATES_FILE), then the result with the score files' sha256s."""
     if method_source is not None:
         atomic_write_bytes(folder / METHOD_SOURCE_FILE, method_source)
-    atomic_write_bytes(folder / SCORES_FILE, csv_gz_bytes(SCORE_COLUMNS, score_rows))
-    result = result.model_copy(update={"scores_file": ScoresFile(
-        name=SCORES_FILE, sha256=sha256_file(folder / SCORES_FILE), columns=list(SCORE_COLUMNS))})
+    files = {"scores_file": (SCORES_FILE, SCORE_COLUMNS, score_rows)}
+    if candidate_rows is not None:
+        files["candidates_file"] = (CANDIDATES_FILE, CANDIDATE_COLUMNS, candidate_rows)
+    written = {}
+    for key, (name, columns, rows) in files.items():
+        atomic_write_bytes(folder / name, csv_gz_bytes(columns, rows))
+        written[key] = ScoresFile(name=name, sha256=sha256_file(folder / name), columns=list(columns))
+    result = result.model_copy(update=written)
     atomic_write_json(folder / RESULT_FILE, result.to_json())
     return result
 
 
-def read_cell(folder: Path) -> tuple[CellResult, list[dict[str, str]]] | None:
-    """The cell's result and its per-pair score rows if it is finished: its result.json loads, its
-    scores file is the one it records, and every number recomputes from those scores (an edited
-    result.json is not a finished cell). Else None."""
+class CellFiles(NamedTuple):
+    """A finished cell as read from its folder: the result and the rows of its score files."""
+
+    result: CellResult
+    rows: list[dict[str, str]]                    # SCORES_FILE's
+    candidates: list[dict[str, str]] | None       # CANDIDATES_FILE's; None on a protocol without candidate sets
+
+
+def _recorded(folder: Path, record: ScoresFile | None, name: str) -> list[dict[str, str]] | None:
+    """The rows of a score file the result records, if it is there and its sha256 is the recorded one."""
+    path = Path(folder) / name
+    if record is None or not path.is_file() or sha256_file(path) != record.sha256:
+        return None
+    return read_csv_gz(path)
+
+
+def read_cell_files(folder: Path) -> CellFiles | None:
+    """The cell's result and score rows if it is finished: its result.json loads, its score files are the
+    ones it records, and every number recomputes from those scores (an edited result.json is not a
+    finished cell). Else None."""
     try:
         data = json.loads((Path(folder) / RESULT_FILE).read_text())
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
             return None
         result = read_result(data)
-        scores = Path(folder) / SCORES_FILE
-        if result.scores_file is None or not scores.is_file() or sha256_file(scores) != result.scores_file.sha256:
+        rows = _recorded(folder, result.scores_file, SCORES_FILE)
+        candidates = _recorded(folder, result.candidates_file, CANDIDATES_FILE) if result.candidates_file else None
+        if rows is None or (result.candidates_file is not None and candidates is None):
             return None
-        rows = read_csv_gz(scores)
     except (OSError, EOFError, ValueError, ValidationError, zlib.error, csv.Error):
         return None
-    return None if recompute(result, rows) else (result, rows)
+    return None if recompute(result, rows, candidates) else CellFiles(result, rows, candidates)
+
+
+def read_cell(folder: Path) -> tuple[CellResult, list[dict[str, str]]] | None:
+    """The cell's result and its per-pair score rows if it is finished (``read_cell_files``), else None."""
+    found = read_cell_files(folder)
+    return None if found is None else (found.result, found.rows)
 
 
 def load_cell(folder: Path) -> CellResult | None:
     """The cell's result if it is finished (``read_cell``), else None."""
-    found = read_cell(folder)
-    return None if found is None else found[0]
+    found = read_cell_files(folder)
+    return None if found is None else found.result
 
 
 # --- the one recompute ---------------------------------------------------------------------------------
@@ -233,9 +272,145 @@ def accuracies_from_scores(rows: Iterable[dict[str, str]]) -> dict[str, dict[str
     }
 
 
-def recompute(result: CellResult, rows: Iterable[dict[str, str]]) -> list[tuple[str, str]]:
-    """Every accuracy and metric of a cell against its per-pair score rows: ``(field, problem)`` for
-    each mismatch, empty when every number recomputes (to 1e-9)."""
+class SetScores(NamedTuple):
+    """One candidate set's rows of CANDIDATES_FILE: its grades and scores in candidate order."""
+
+    set_id: str
+    pair_id: str                       # "" for a set not built from an eval pair
+    grades: list[float]
+    teacher: list[float]
+    student: list[float]
+
+
+def candidate_sets_from_rows(rows: Iterable[dict[str, str]]) -> dict[str, list[SetScores]]:
+    """Per eval set, its candidate sets in file order, from CANDIDATES_FILE rows. Raises ValueError naming the
+    eval set, set and column of what is wrong: a grade or score that is not a finite number, a set whose rows
+    are not its candidates 0, 1, ... in order (two or more) or name two pairs, a set id given twice."""
+    sets: dict[str, list[SetScores]] = defaultdict(list)
+    seen: set[tuple[str, str]] = set()
+    for row in rows:
+        eval_set, set_id, candidate = row.get("eval_set"), row.get("set_id"), row.get("candidate")
+        where = f"{eval_set}: set {set_id!r} of {CANDIDATES_FILE}"
+        values = {}
+        for name in ("grade", "teacher", "student"):
+            try:
+                values[name] = float(row[name])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"{where}: candidate {candidate} has no number in column {name}; a candidates file "
+                                 f"has the columns {', '.join(CANDIDATE_COLUMNS)}") from None
+            if not math.isfinite(values[name]):
+                raise ValueError(f"{where}: candidate {candidate} has {name} = {row[name]}, not a finite number; the "
+                                 "model that produced it is broken (NaN or infinite weights): rerun the cell")
+        own = sets[eval_set]
+        if own and own[-1].set_id == set_id and candidate == str(len(own[-1].grades)) and \
+                row.get("pair_id") == own[-1].pair_id:
+            current = own[-1]
+        elif candidate == "0" and (eval_set, set_id) not in seen:
+            seen.add((eval_set, set_id))
+            current = SetScores(set_id, row.get("pair_id") or "", [], [], [])
+            own.append(current)
+        else:
+            raise ValueError(f"{where}: row of candidate {candidate!r} is out of place: a set's rows are its candidates "
+                             "0, 1, 2, ... in order, together, with one pair_id, and a set id appears once per eval set")
+        for name, column in (("grade", current.grades), ("teacher", current.teacher), ("student", current.student)):
+            column.append(values[name])
+    for eval_set, own in sets.items():
+        for one in own:
+            if len(one.grades) < 2:
+                raise ValueError(f"{eval_set}: set {one.set_id!r} of {CANDIDATES_FILE} has one candidate; a set has two "
+                                 "or more")
+    return dict(sets)
+
+
+def bon_from_candidates(sets: dict[str, list[SetScores]]) -> dict[str, dict[str, float]]:
+    """``{eval_set: {"teacher": bon, "student": bon, "n_sets": n}}``: BoN accuracies (bench.metrics.bon_accuracy)."""
+    return {eval_set: {"teacher": bon_accuracy([s.teacher for s in own], [s.grades for s in own]),
+                       "student": bon_accuracy([s.student for s in own], [s.grades for s in own]),
+                       "n_sets": len(own)}
+            for eval_set, own in sets.items()}
+
+
+def _candidates_match_pairs(sets: dict[str, list[SetScores]], rows: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """A set built from an eval pair scores its candidates 0 and 1 as the pair's chosen and rejected
+    (bench.candidates): their four scores in CANDIDATES_FILE must be the pair's in SCORES_FILE, float for float."""
+    pairs = {(row["eval_set"], row["pair_id"]): row for row in rows}
+    problems = []
+    for eval_set, own in sets.items():
+        for one in own:
+            if not one.pair_id:
+                continue
+            pair = pairs.get((eval_set, one.pair_id))
+            field = f"candidates.{eval_set}.{one.set_id}"
+            if pair is None:
+                problems.append((field, f"set {one.set_id!r} of {eval_set} in {CANDIDATES_FILE} names pair "
+                                        f"{one.pair_id!r}, which {SCORES_FILE} does not score"))
+                continue
+            for who in ("teacher", "student"):
+                for k, side in enumerate(("chosen", "rejected")):
+                    if getattr(one, who)[k] != float(pair[f"{who}_{side}"]):
+                        problems.append((field, f"set {one.set_id!r} of {eval_set}: candidate {k}'s {who} score in "
+                                                f"{CANDIDATES_FILE} is {getattr(one, who)[k]}, but it is pair "
+                                                f"{one.pair_id!r}'s {side} response, which {SCORES_FILE} scores "
+                                                f"{pair[f'{who}_{side}']}"))
+    return problems
+
+
+def recompute_bon(result: CellResult, rows: list[dict[str, str]], candidates: Iterable[dict[str, str]] | None
+                  ) -> list[tuple[str, str]]:
+    """The BoN numbers of a cell against its per-candidate score rows (None: the cell has none), as ``recompute``."""
+    declared = result.candidates_file is not None or any(e.n_sets is not None for e in result.eval_sets.values())
+    if candidates is None:
+        return [("candidates_file", f"the cell records best-of-N numbers but its per-candidate scores "
+                                    f"({CANDIDATES_FILE}) are not given")] if declared else []
+    if not declared:
+        return [("candidates_file", f"per-candidate scores ({CANDIDATES_FILE}) are given but the cell records no "
+                                    "best-of-N numbers")]
+    try:
+        sets = candidate_sets_from_rows(candidates)
+    except ValueError as error:
+        return [("candidates", str(error))]
+    problems = _candidates_match_pairs(sets, rows)
+    got = bon_from_candidates(sets)
+    for name, stored in result.eval_sets.items():
+        if name not in got:
+            problems.append((f"eval_sets.{name}", f"has no candidate sets in {CANDIDATES_FILE}"))
+            continue
+        for who in ("teacher", "student"):
+            value = getattr(stored, f"{who}_bon")
+            if value is None or not math.isclose(value, got[name][who], abs_tol=1e-9):
+                problems.append((f"eval_sets.{name}.{who}_bon", f"is {value} but the candidate scores in "
+                                                                f"{CANDIDATES_FILE} give {got[name][who]} ({who} BoN accuracy)"))
+        if stored.n_sets != got[name]["n_sets"]:
+            problems.append((f"eval_sets.{name}.n_sets", f"is {stored.n_sets} but {CANDIDATES_FILE} holds "
+                                                         f"{got[name]['n_sets']} sets"))
+    for name in sorted(set(got) - set(result.eval_sets)):
+        problems.append((f"eval_sets.{name}", f"has candidate sets in {CANDIDATES_FILE} but is not one of the cell's "
+                                              "eval sets"))
+    if result.source in got:
+        problems += _metric_problems(result, bon_cell_metrics(got, result.source),
+                                     f"the candidate scores in {CANDIDATES_FILE}")
+    return problems
+
+
+def _metric_problems(result: CellResult, recomputed: dict[str, dict[str, float]], given_by: str
+                     ) -> list[tuple[str, str]]:
+    """``(field, problem)`` for each per-target metric of ``result`` that is not the ``recomputed`` one (to 1e-9)."""
+    problems = []
+    for target, values in recomputed.items():
+        stored_metrics = result.metrics.get(target)
+        for metric, value in values.items():
+            stored = None if stored_metrics is None else getattr(stored_metrics, metric)
+            if stored is None or not math.isclose(stored, value, abs_tol=1e-9):
+                problems.append((f"metrics.{target}.{metric}", f"is {stored} but {given_by} give {value}"))
+    return problems
+
+
+def recompute(result: CellResult, rows: Iterable[dict[str, str]],
+              candidates: Iterable[dict[str, str]] | None = None) -> list[tuple[str, str]]:
+    """Every accuracy and metric of a cell against its per-pair score rows and, on a protocol with
+    candidate sets, its per-candidate score rows (``recompute_bon``): ``(field, problem)`` for each
+    mismatch, empty when every number recomputes (to 1e-9)."""
+    rows = list(rows)   # read twice: here, and against the candidates' first two scores
     try:
         got = accuracies_from_scores(rows)
     except ValueError as error:
@@ -255,13 +430,8 @@ def recompute(result: CellResult, rows: Iterable[dict[str, str]]) -> list[tuple[
     for name in sorted(set(got) - set(result.eval_sets)):
         problems.append((f"eval_sets.{name}", "has per-pair scores but is not one of the cell's eval sets"))
     if result.source in got:
-        for target, values in cell_metrics(got, result.source).items():
-            stored_metrics = result.metrics.get(target)
-            for metric, value in values.items():
-                stored = None if stored_metrics is None else getattr(stored_metrics, metric)
-                if stored is None or not math.isclose(stored, value, abs_tol=1e-9):
-                    problems.append((f"metrics.{target}.{metric}", f"is {stored} but the per-pair scores give {value}"))
-    return problems
+        problems += _metric_problems(result, cell_metrics(got, result.source), "the per-pair scores")
+    return problems + recompute_bon(result, rows, candidates)
 
 
 def recompute_folder(folder: Path) -> list[str]:
@@ -271,12 +441,15 @@ def recompute_folder(folder: Path) -> list[str]:
     try:
         result = read_result(json.loads((folder / RESULT_FILE).read_text()))
         rows = read_csv_gz(folder / SCORES_FILE)
+        candidates = read_csv_gz(folder / CANDIDATES_FILE) if result.candidates_file is not None else None
     except (OSError, EOFError, ValueError, ValidationError, zlib.error, csv.Error):
-        return ["incomplete: result.json missing, unreadable or of another schema, or its scores file missing or "
+        return ["incomplete: result.json missing, unreadable or of another schema, or its score files missing or "
                 "unreadable; a rerun recomputes this cell"]
-    problems = [] if result.scores_file is not None and sha256_file(folder / SCORES_FILE) == result.scores_file.sha256 \
-        else [f"{SCORES_FILE}: changed since the run (its sha256 is not the one result.json records)"]
-    return problems + [f"{field}: {problem}" for field, problem in recompute(result, rows)]
+    problems = [f"{name}: changed since the run (its sha256 is not the one result.json records)"
+                for name, record in ((SCORES_FILE, result.scores_file), (CANDIDATES_FILE, result.candidates_file))
+                if (name == SCORES_FILE or record is not None)
+                and (record is None or sha256_file(folder / name) != record.sha256)]
+    return problems + [f"{field}: {problem}" for field, problem in recompute(result, rows, candidates)]
 
 
 def find_cells(root: Path) -> list[CellResult]:

@@ -100,6 +100,18 @@ class ProtocolSpec:
     # whole seed from the first to the last, as bench.sequential.SequentialPlan; None: one look, at the
     # seeds there are (v1's fixed-sample t-interval over seeds).
     looks: tuple[int, int] | None = None
+    # Best-of-N (docs/best-of-n.md): N, the candidates of each test prompt's set (bench.candidates), which every
+    # cell scores beside the pairs and reports BoN accuracies and metrics for. None, the default, scores no
+    # sets; a default is left out of the hash, so protocols without sets keep theirs.
+    candidates: int | None = None
+
+    def __post_init__(self) -> None:
+        from bench.errors import BenchError
+
+        n = self.candidates
+        if n is not None and not (isinstance(n, int) and not isinstance(n, bool) and n >= 2):
+            raise BenchError(f"protocol {self.name!r}: candidates={n!r} is not a candidate-set size; give a whole "
+                             "number >= 2 (the pair's two responses and more, e.g. 4 for best-of-4), or None")
 
     @property
     def datasets(self) -> tuple[str, ...]:

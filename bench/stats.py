@@ -16,13 +16,21 @@ nested=True draws a w_D per seed slot instead (as if each seed had its own test 
 Interval: the 2.5 and 97.5 percentiles of the replicates (np.quantile, linear). Paired A - B:
 p = min(1, 2 min(P*(Δ <= 0), P*(Δ >= 0))) over the replicates, floored at 1/N ("< 1/N"); and
 the t-interval mean ± t(0.975, S-1) sd / sqrt(S) of the S per-seed differences.
+
+Best-of-N (docs/best-of-n.md): a candidate set's credit |T ∩ B| / |T| (bench.metrics.bon_credit) is to
+BoN accuracy what a pair's correctness is to accuracy: BoN accuracy is 100 * its mean over the eval
+set's sets. So a cell's BoN view (``bon_view``) is a Cell whose eval sets hold per-set credits in
+place of per-pair correctness, and everything above applies to it unchanged: on a Board of BoN views,
+WRG, AOG and NTS are BoN gain ID, BoN gain OOD and BoN NTS, with the same intervals, paired
+comparisons, rank intervals and runs deltas (the sets are resampled as the pairs are).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -122,6 +130,18 @@ class RankInterval:
     low: int                             # 2.5 and 97.5 percentiles of the rank over replicates
     high: int
     nts: float
+
+
+def bon_view(cells: Iterable[Cell]) -> list[Cell]:
+    """Each cell with its BoN credits in place of its pairs' correctness (module docstring): on a Board of these,
+    WRG, AOG and NTS are BoN gain ID, BoN gain OOD and BoN NTS. A ValueError names a cell without candidate sets."""
+    out = []
+    for c in cells:
+        if not c.bon:
+            raise ValueError(f"{c.method} seed {c.seed} {c.source}: no best-of-N candidate scores (its protocol scores "
+                             "no candidate sets), so it has no BoN metrics")
+        out.append(dataclasses.replace(c, eval_sets=c.bon, bon=()))
+    return out
 
 
 class Board:

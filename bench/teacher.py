@@ -1,6 +1,7 @@
 """The teacher stage of a cell: the weak model trained on half A with gold labels, its soft labels
-on half B, and its scores on every eval set; cached by a hash of everything that decides it (the
-code and platform included), so every method and rerun on the same cell reuses it.
+on half B, and its scores on every eval set (and, on a protocol with best-of-N candidate sets, on
+every candidate); cached by a hash of everything that decides it (the code and platform included),
+so every method and rerun on the same cell reuses it.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.batches import score
+from bench.candidates import CandidateSet, score_candidate_sets
 from bench.data import OrderedPair, Pair, random_order, shuffled_groups, sub_seed
 from bench.distributed import on_main_process
 from bench.errors import BenchError
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 TEACHER_STAGE_VERSION = "teacher/v1"
 TEACHER_FILES = ("model/config.json", "model/*.safetensors", "labels.csv.gz", "scores.csv.gz", "info.json")
+CANDIDATES = "candidates.csv.gz"   # in an entry that scored candidate sets: every candidate's score
+CANDIDATE_COLUMNS = ("eval_set", "set_id", "candidate", "score")
 
 
 HELD_OUT = "half A, held out"   # the eval set of a teacher trained with ``holdout``
@@ -60,6 +64,8 @@ class Teacher:
     soft_labels: list[float]              # q = P(a > b) from the teacher, one per ordered pair
     scores: dict[str, tuple[list[float], list[float]]]   # eval set -> (r_chosen, r_rejected)
     info: dict = field(default_factory=dict)
+    # eval set -> per candidate set, every candidate's score (bench.candidates); None without candidate sets
+    candidate_scores: dict[str, list[list[float]]] | None = None
 
 
 @dataclass
@@ -73,6 +79,7 @@ class CellData:
     half_a: list[Pair]                 # the teacher's half of the pool
     half_b: list[Pair]                 # the student's half
     teacher: Teacher                   # trained on half A; its soft labels on half B and its eval scores
+    sets: dict[str, list[CandidateSet]] | None = None   # eval set -> its best-of-N sets, on a protocol with them
 
 
 class GoldBT:
@@ -93,11 +100,13 @@ GOLD_BT = GoldBT()
 
 def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
                   evals: dict[str, list[Pair]], timings: dict[str, float], member: int = 0,
-                  holdout: float = 0.0) -> Teacher:
+                  holdout: float = 0.0, sets: dict[str, list[CandidateSet]] | None = None) -> Teacher:
     """The cell's teacher; ``member`` m > 0 is another teacher of an ensemble (bench.label_stage), trained
     on the same half A with seeds of its own, in an entry of its own (the member index is in its key).
     ``holdout`` > 0: a teacher trained on ``half_a`` less a seeded share of it, which it scores as the
-    eval set HELD_OUT (for its error on gold pairs it never saw: bench.label_stage); the share is in its key."""
+    eval set HELD_OUT (for its error on gold pairs it never saw: bench.label_stage); the share is in its key.
+    ``sets``: the eval sets' best-of-N candidate sets, whose every candidate it scores too (cached with
+    the pairs' scores, CANDIDATES; their N is in its key)."""
     if holdout:
         half_a, held = split_half_a(half_a, holdout, seed)
         evals = {**evals, HELD_OUT: held}
@@ -111,11 +120,14 @@ def teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], h
         "code": teacher_code(ctx.loaders(source)), "platform": platform_version(),
         **({"member": member} if member else {}),   # member 0, the cell's teacher, has no such field: inputs as before
         **({"half_a_holdout": holdout} if holdout else {}),
+        # an entry without sets has no such field: keys as before
+        **({"candidate_sets": {name: {"sets": len(its), "n": sorted({len(s.responses) for s in its})}
+                               for name, its in sorted(sets.items())}} if sets else {}),
     }
     key = ctx.cache.key(inputs)
     # Held from the lookup to the store: a second run on this cache waits here, then reuses this entry.
     with ctx.cache.lock("teacher", key, collective=True):
-        return _teacher_stage(ctx, source, seed, half_a, half_b, evals, timings, key, inputs, member)
+        return _teacher_stage(ctx, source, seed, half_a, half_b, evals, timings, key, inputs, member, sets)
 
 
 def teacher_code(loaders: tuple[str, ...] = ()) -> str:
@@ -126,13 +138,15 @@ def teacher_code(loaders: tuple[str, ...] = ()) -> str:
 
 def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], half_b: list[Pair],
                    evals: dict[str, list[Pair]], timings: dict[str, float], key: str, inputs: dict,
-                   member: int = 0) -> Teacher:
+                   member: int = 0, sets: dict[str, list[CandidateSet]] | None = None) -> Teacher:
     ordered = random_order(half_b, seed)
-    folder = ctx.cache.load("teacher", key, required=TEACHER_FILES)
+    required = TEACHER_FILES + ((CANDIDATES,) if sets else ())
+    stages = ("teacher_train", "teacher_label", "teacher_score") + (("teacher_candidates",) if sets else ())
+    folder = ctx.cache.load("teacher", key, required=required)
     if folder is not None:
-        teacher = _read_teacher(folder, key, ordered)
+        teacher = _read_teacher(folder, key, ordered, sets)
         if teacher is not None:
-            timings.update(teacher_train=0.0, teacher_label=0.0, teacher_score=0.0)
+            timings.update(dict.fromkeys(stages, 0.0))
             return teacher
         on_main_process(lambda: ctx.cache.discard("teacher", key, "it does not match this cell's pairs"))
 
@@ -156,15 +170,20 @@ def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], 
     t = time.perf_counter()
     scores = score_eval_sets(model, weak, evals, ctx.models.score_batch_size, "teacher")
     timings["teacher_score"] = time.perf_counter() - t
-    check_finite({"half B (its labels)": (r_a, r_b), **scores}, f"teacher {ctx.models.weak.name}", f"{source} seed {seed}",
-                 TEACHER_FIX)
+    candidate_scores = None
+    if sets:
+        t = time.perf_counter()
+        candidate_scores = score_candidate_sets(model, weak, sets, evals, scores, ctx.models.score_batch_size, "teacher")
+        timings["teacher_candidates"] = time.perf_counter() - t
+    check_finite({"half B (its labels)": (r_a, r_b), **scores, **candidate_checks(candidate_scores)},
+                 f"teacher {ctx.models.weak.name}", f"{source} seed {seed}", TEACHER_FIX)
 
     agree = sum((q > 0.5) == o.a_is_chosen for q, o in zip(soft, ordered)) + 0.5 * sum(q == 0.5 for q in soft)
     info = {"train": train_log,
             "labels": {"pairs": len(soft), "mean_q": sum(soft) / len(soft),
                        "a_is_chosen_share": sum(o.a_is_chosen for o in ordered) / len(ordered),
                        "agreement_with_gold": 100.0 * agree / len(soft)},
-            "timings_s": {k: timings[k] for k in ("teacher_train", "teacher_label", "teacher_score")}}
+            "timings_s": {k: timings[k] for k in stages}}
 
     def write(folder: Path) -> None:
         model.save_pretrained(folder / "model")
@@ -174,13 +193,25 @@ def _teacher_stage(ctx: RunContext, source: str, seed: int, half_a: list[Pair], 
         (folder / "scores.csv.gz").write_bytes(csv_gz_bytes(
             ("eval_set", "pair_id", "r_chosen", "r_rejected"),
             [(name, p.id, c, r) for name, pairs in evals.items() for p, c, r in zip(pairs, *scores[name])]))
+        if sets:
+            (folder / CANDIDATES).write_bytes(csv_gz_bytes(CANDIDATE_COLUMNS, [
+                (name, s.id, j, score) for name, its in sets.items()
+                for s, row in zip(its, candidate_scores[name]) for j, score in enumerate(row)]))
         atomic_write_json(folder / "info.json", info)
 
-    on_main_process(lambda: ctx.cache.store("teacher", key, inputs, write, required=TEACHER_FILES))
-    return Teacher(key=key, reused=False, ordered=ordered, soft_labels=soft, scores=scores, info=info)
+    on_main_process(lambda: ctx.cache.store("teacher", key, inputs, write, required=required))
+    return Teacher(key=key, reused=False, ordered=ordered, soft_labels=soft, scores=scores, info=info,
+                   candidate_scores=candidate_scores)
 
 
-def _read_teacher(folder: Path, key: str, ordered: list[OrderedPair]) -> Teacher | None:
+def candidate_checks(candidate_scores: dict[str, list[list[float]]] | None) -> dict[str, tuple[list[float], list[float]]]:
+    """Candidate scores in the shape bench.scorers.check_finite reads, one entry per eval set's sets."""
+    return {f"{name} (its candidate sets)": ([x for row in rows for x in row], [])
+            for name, rows in (candidate_scores or {}).items()}
+
+
+def _read_teacher(folder: Path, key: str, ordered: list[OrderedPair],
+                  sets: dict[str, list[CandidateSet]] | None = None) -> Teacher | None:
     labels = read_csv_gz(folder / "labels.csv.gz")
     if [(r["pair_id"], r["a_is_chosen"] == "1") for r in labels] != [(o.pair.id, o.a_is_chosen) for o in ordered]:
         return None
@@ -189,6 +220,16 @@ def _read_teacher(folder: Path, key: str, ordered: list[OrderedPair]) -> Teacher
         chosen, rejected = scores.setdefault(row["eval_set"], ([], []))
         chosen.append(float(row["r_chosen"]))
         rejected.append(float(row["r_rejected"]))
+    candidate_scores = None
+    if sets:
+        rows: dict[tuple[str, str], list[float]] = {}
+        for row in read_csv_gz(folder / CANDIDATES):
+            rows.setdefault((row["eval_set"], row["set_id"]), []).append(float(row["score"]))
+        candidate_scores = {name: [rows.get((name, s.id), []) for s in its] for name, its in sets.items()}
+        # an entry whose sets are not these (another N, other ids) is not this cell's: train again
+        if len(rows) != sum(map(len, sets.values())) or any(
+                len(row) != len(s.responses) for name, its in sets.items() for s, row in zip(its, candidate_scores[name])):
+            return None
     info = json.loads((folder / "info.json").read_text())
     return Teacher(key=key, reused=True, ordered=ordered, soft_labels=[float(r["q"]) for r in labels],
-                   scores=scores, info=info)
+                   scores=scores, info=info, candidate_scores=candidate_scores)

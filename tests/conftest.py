@@ -21,6 +21,12 @@ def small_protocol():
 
 
 @pytest.fixture(scope="session")
+def bon_protocol(small_protocol):
+    """The small protocol with best-of-4 candidate sets on every test prompt (ProtocolSpec.candidates)."""
+    return dataclasses.replace(small_protocol, name="mini-bon-test", candidates=4)
+
+
+@pytest.fixture(scope="session")
 def small_models():
     """The tiny pair with a 2-layer student and few steps, so an end-to-end run takes seconds."""
     from bench.protocols import MODEL_PAIRS

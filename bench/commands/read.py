@@ -26,7 +26,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from bench.compare import cells_under, decision_rule, decision_table
     from bench.report import method_table
     from bench.results import RESULT_FILE, find_cells
-    from bench.stats import Board
+    from bench.stats import Board, bon_view
 
     results = find_cells(args.out)
     table = method_table(results, by=args.by)
@@ -47,6 +47,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"\n{protocol}/{models}: 95% intervals over {len(board.seeds)} seeds and the test pairs; Δ vs naive is "
               f"paired, {decision_rule(board)}")
         print(decision_table(board).to_string(index=False, float_format=lambda v: f"{v:+.2f}"))
+        if all(c.bon for c in cells):   # a protocol with best-of-N sets: the same table on them
+            print(decision_table(Board(bon_view(cells)), metric="bon-nts").to_string(
+                index=False, float_format=lambda v: f"{v:+.2f}"))
     return 0
 
 
@@ -56,15 +59,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if args.until_decided:
         from bench.decide import until_decided
+        from bench.errors import BenchError
 
+        if args.metric != "nts":
+            raise BenchError(f"--until-decided decides on NTS; drop --metric {args.metric}, or compare without it")
         return until_decided(args.out[0] if len(args.out) == 1 else args.out, args.a, args.b,
                              budget_hours=args.budget, precision=args.precision, batch=args.batch,
                              jobs=args.jobs or 1, cache_dir=args.cache_dir)
 
-    board, (a, b) = board_for(args.out, [args.a, args.b])
+    board, (a, b) = board_for(args.out, [args.a, args.b], args.metric)
     print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds, "
           f"{board.resamples.n} bootstrap replicates, seed {BOOTSTRAP_SEED}); a difference is {decision_rule(board)}")
-    print(comparison_table(board, a, b, args.by).to_string(index=False))
+    print(comparison_table(board, a, b, args.by, args.metric).to_string(index=False))
     return 0
 
 

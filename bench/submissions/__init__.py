@@ -7,6 +7,7 @@ A submission is one method x params x model pair x protocol, in a folder
     cells/seed<N>/<source>/result.json       each cell's result, as ``bench run`` (or ``bench evaluate``, for a
                                              student trained elsewhere) wrote it, its command public
     cells/seed<N>/<source>/scores.csv.gz     the per-pair scores behind it
+    cells/seed<N>/<source>/candidates.csv.gz every best-of-N candidate's scores, on a protocol with candidate sets
 
 (``<source>`` is the dataset name with ``/`` written ``__``.) Validation only reads JSON and
 gzip'd CSV, with size limits checked before anything is read; it never imports or runs anything

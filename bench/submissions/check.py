@@ -1,6 +1,7 @@
 """Reading and checking one submission folder (``validate_submission``): its inventory of files, its
 JSON and scores files, its protocol and model pair against the registries, its commands, and every
-cell's numbers recomputed from the per-pair scores. It only reads JSON and gzip'd CSV, with the size
+cell's numbers recomputed from the per-pair scores (and, on a protocol with best-of-N candidate sets,
+its BoN numbers from the per-candidate scores). It only reads JSON and gzip'd CSV, with the size
 limits checked before anything is read; nothing of a submission is imported or run. A scores file
 is streamed a line at a time and read only as far as its cell's declared pairs, and problems are
 kept up to a bound per file, so what validation holds is bounded (limits.py says how far)."""
@@ -21,41 +22,17 @@ import bench.submissions.reference as reference_teacher
 from bench.data import STUDENT_STAGES, TEACHER_STAGES, stage_seed
 from bench.errors import UnknownNameError
 from bench.io import sha256_file
-from bench.results import (
-    EXTERNAL_NOTE,
-    METHOD_SOURCE_FILE,
-    RESULT_FILE,
-    SCORES_FILE,
-    CellResult,
-    params_slug,
-    recompute,
-)
-from bench.results import SCHEMA_VERSION as RESULT_SCHEMA
+from bench.results import (CANDIDATE_COLUMNS, CANDIDATES_FILE, EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE,
+                           SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE, CellResult, params_slug, recompute)
 from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.cells import cell_from_scores
 from bench.submissions.commands import absolute_paths
-from bench.submissions.limits import (
-    CELL_FILE_RE,
-    LOCAL_PATH_RE,
-    NAME_RE,
-    PARAM_KEY_RE,
-    REFERENCES,
-    REGENERATE,
-    SCHEMA_VERSION,
-    SUBMISSION_FILE,
-    UNSAFE_TEXT_HELP,
-    Validation,
-    _Stop,
-    cell_folder,
-    unsafe_text,
-)
-from bench.submissions.schema import (
-    SubmissionFile,
-    code_version,
-    submission_intervals,
-    submission_summary,
-)
-from bench.submissions.scores import as_rows, read_scores
+from bench.submissions.limits import (CELL_FILE_RE, LOCAL_PATH_RE, NAME_RE, PARAM_KEY_RE, REFERENCES, REGENERATE,
+                                      SCHEMA_VERSION, SUBMISSION_FILE, UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder,
+                                      unsafe_text)
+from bench.submissions.schema import SubmissionFile, code_version, submission_intervals, submission_summary
+import bench.submissions.reference as reference_teacher
+from bench.submissions.scores import as_rows, read_candidates, read_scores
 
 
 # --- small helpers --------------------------------------------------------------------------------------
@@ -180,14 +157,16 @@ def _inventory(v: Validation) -> dict[str, int]:
             total += files[rel]
             if total > limits.MAX_SUBMISSION_BYTES or len(files) > limits.MAX_FILES:
                 v.error(".", "", f"more than {limits.MAX_SUBMISSION_BYTES} bytes or {limits.MAX_FILES} files",
-                        "a submission holds only submission.json and its cells' result.json and scores.csv.gz")
+                        "a submission holds only submission.json and its cells' result.json, scores.csv.gz and "
+                        "(a protocol with candidate sets) candidates.csv.gz")
                 raise _Stop
         dirs[:] = [d for d in dirs if not Path(root, d).is_symlink()]
     for rel in files:
         if rel not in (SUBMISSION_FILE, METHOD_SOURCE_FILE) and not CELL_FILE_RE.fullmatch(rel):
             v.error(rel, "", "is not part of a submission (it is never read or run)",
                     "remove it: a submission holds only submission.json, cells/seed<N>/<source>/"
-                    f"{{result.json,scores.csv.gz}} and, for a method that is not built in, {METHOD_SOURCE_FILE}")
+                    f"{{result.json,scores.csv.gz}} (and {CANDIDATES_FILE} on a protocol with candidate sets) and, for a "
+                    f"method that is not built in, {METHOD_SOURCE_FILE}")
     if SUBMISSION_FILE not in files:
         v.error(SUBMISSION_FILE, "", "is missing", REGENERATE)
         raise _Stop
@@ -214,6 +193,10 @@ def _check_protocol(v: Validation, meta: dict, protocols: Mapping[str, ProtocolS
     if ref["version"] != protocol.version:
         v.error(SUBMISSION_FILE, "protocol.version", f"is {ref['version']!r}; {protocol.name} is at "
                 f"{protocol.version!r} here", "rerun on the current protocol and submit again")
+    if ref.get("candidates") != protocol.candidates:
+        v.error(SUBMISSION_FILE, "protocol.candidates", f"is {ref.get('candidates')!r}; {protocol.name} scores "
+                f"{protocol.candidates!r} candidates per best-of-N set here", "rerun on the current protocol and submit "
+                "again")
     if ref["hash"] != protocol_hash(protocol):
         v.error(SUBMISSION_FILE, "protocol.hash", f"foreign protocol hash {ref['hash']!r}: {protocol.name} "
                 f"v{protocol.version} hashes to {protocol_hash(protocol)!r} here, so the results were made with "
@@ -296,13 +279,21 @@ def _close(a: float | None, b: float | None) -> bool:
 def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, files: dict[str, int],
                 reference: reference_teacher.Reference | None = None) -> CellResult | None:
     base = cell_folder(ref["seed"], ref["source"])
-    rel_result, rel_scores = f"{base}/{RESULT_FILE}", f"{base}/{SCORES_FILE}"
-    missing = [r for r in (rel_result, rel_scores) if r not in files]
+    rel_result, rel_scores, rel_candidates = (f"{base}/{name}" for name in (RESULT_FILE, SCORES_FILE, CANDIDATES_FILE))
+    listed_files = {rel_result: ref["result_sha256"], rel_scores: ref["scores_sha256"]}
+    if protocol.candidates is not None:   # its cells score best-of-N sets: the submission carries their scores
+        listed_files[rel_candidates] = ref.get("candidates_sha256")
+    elif ref.get("candidates_sha256") is not None:
+        v.error(SUBMISSION_FILE, "cells", f"seed {ref['seed']} {ref['source']} lists a {CANDIDATES_FILE}, but "
+                f"{protocol.name} scores no candidate sets", REGENERATE)
+    missing = [r for r in listed_files if r not in files]
     for rel in missing:
-        v.error(rel, "", "is missing", REGENERATE)
+        v.error(rel, "", "is missing" + (f" (seed {ref['seed']} {ref['source']}: {protocol.name} scores best-of-N "
+                "candidate sets, whose per-candidate scores every cell carries)" if rel == rel_candidates else ""),
+                REGENERATE)
     if missing:
         return None
-    for rel, listed in ((rel_result, ref["result_sha256"]), (rel_scores, ref["scores_sha256"])):
+    for rel, listed in listed_files.items():
         if sha256_file(v.folder / rel) != listed:
             v.error(rel, "", "its sha256 is not the one submission.json lists (the file was changed)", REGENERATE)
     try:
@@ -334,6 +325,9 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
                 f"{sorted(set(roles) - {source})}", REGENERATE)
     if result.scores_file is None or result.scores_file.sha256 != ref["scores_sha256"]:
         v.error(rel_result, "scores_file.sha256", "does not match the scores file", REGENERATE)
+    if protocol.candidates is not None and (result.candidates_file is None
+                                            or result.candidates_file.sha256 != ref.get("candidates_sha256")):
+        v.error(rel_result, "candidates_file.sha256", f"does not match the {CANDIDATES_FILE} file", REGENERATE)
     # The scores file is read only as far as the pairs result.json declares, so those must be bounded
     # first: the protocol's eval sets (checked above), each with at most its test split's pairs.
     most = min(protocol.test_size, limits.MAX_PAIRS_PER_EVAL_SET)
@@ -341,15 +335,29 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
     for name, n in oversize.items():
         v.error(rel_result, f"eval_sets.{name}.n_pairs", f"is {n}; {protocol.name} scores from 0 to {most} pairs per "
                 "test split (its test_size), so the scores file is not read", REGENERATE)
+    # likewise the candidates file: at most N rows for each set of each eval set, one set per test pair at most
+    n_sets = {name: e.n_sets for name, e in result.eval_sets.items()} if protocol.candidates is not None else {}
+    for name, n in n_sets.items():
+        if not (isinstance(n, int) and 1 <= n <= most):
+            v.error(rel_result, f"eval_sets.{name}.n_sets", f"is {n}; {protocol.name} scores 1 to {most} best-of-N sets "
+                    f"per test split (one per test pair at most), so {CANDIDATES_FILE} is not read", REGENERATE)
+            oversize[name] = n
     if oversize or set(result.eval_sets) != set(roles):
         return result
     rows = read_scores(v, rel_scores, v.folder / rel_scores, {k: e.n_pairs for k, e in result.eval_sets.items()})
+    candidates = None
+    if protocol.candidates is not None:
+        candidates = read_candidates(v, rel_candidates, v.folder / rel_candidates, n_sets, protocol.candidates)
+        if candidates is None:
+            return result
     if rows is not None:  # the one recompute, as bench verify's
-        problems = recompute(result, as_rows(rows))
-        for fld, problem in problems:
-            v.error(rel_result, fld, problem, "the numbers must be the ones the per-pair scores give; " + REGENERATE)
+        candidate_rows = None if candidates is None else list(as_rows(candidates, CANDIDATE_COLUMNS))
+        problems = recompute(result, as_rows(rows), candidate_rows)
+        for fld, problem in problems:   # a set's own rows are the candidates file's problem, a number is result.json's
+            v.error(rel_candidates if fld.startswith("candidates") else rel_result, fld, problem,
+                    "the numbers must be the ones the per-pair (and per-candidate) scores give; " + REGENERATE)
         if not problems:  # what the board's intervals are computed from (at most the declared pairs)
-            v.pairs.append(cell_from_scores(result, as_rows(rows), rel_result))
+            v.pairs.append(cell_from_scores(result, as_rows(rows), rel_result, candidate_rows))
             if reference is not None:   # the protocol's test pairs, judged by the protocol's teacher
                 from bench.submissions.reference import check_cell
 
@@ -514,7 +522,8 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
                 f"cells are missing: {shown}", f"run them (bench run --method {meta['method']['name']} --protocol "
                 f"{protocol.name} --seeds {' '.join(map(str, protocol.seeds))}, with the same --param), then "
                 "bench submit again")
-    expected_files = {f"{cell_folder(*key)}/{name}" for key in listed for name in (RESULT_FILE, SCORES_FILE)}
+    names = (RESULT_FILE, SCORES_FILE) + ((CANDIDATES_FILE,) if protocol.candidates is not None else ())
+    expected_files = {f"{cell_folder(*key)}/{name}" for key in listed for name in names}
     for rel in sorted(set(files) - expected_files - {SUBMISSION_FILE}):
         if CELL_FILE_RE.fullmatch(rel):
             v.error(rel, "", "is not listed in submission.json", "remove it, or " + REGENERATE)

@@ -39,6 +39,9 @@ UPLOAD_TIME_BUDGET_S = 120.0           # the leaderboard's upload check stops, b
 #   and four floats; a passing cell's are turned into per-pair arrays for the board's intervals), so a
 #   cell of the real protocol (1,000 pairs x at most 4 eval sets) holds ~1-2 MB and any cell at most
 #   eval sets x min(test_size, MAX_PAIRS_PER_EVAL_SET) x ~0.5 KB; cells are read one after another;
+# - a candidates file (a protocol with best-of-N sets) the same way, read only up to N rows for each set its
+#   result.json declares (n_sets, each at most min(protocol.test_size, MAX_PAIRS_PER_EVAL_SET); N the registered
+#   protocol's): at N = 4, four times the rows of the scores file, each a little larger;
 # - problems: at most MAX_ERRORS_PER_FILE per file (and MAX_ERRORS_PER_KIND per kind of bad scores
 #   line), each a line of text: a few KB per file, however many lines are bad;
 # - a JSON file is parsed whole, but only after its size is checked (MAX_JSON_BYTES; ~10x in objects).
@@ -83,7 +86,7 @@ def unsafe_text(text: str, markup_ok: bool = False) -> str | None:
     kind, what = found.lastgroup, found.group()
     shown = f" {what!r}" if kind in ("entity", "link") else (f" U+{ord(what):04X}" if kind != "markup" else "")
     return _UNSAFE_KINDS[kind] + shown
-CELL_FILE_RE = re.compile(r"cells/seed(\d+)/([A-Za-z0-9][A-Za-z0-9._+=-]*)/(result\.json|scores\.csv\.gz)")
+CELL_FILE_RE = re.compile(r"cells/seed(\d+)/([A-Za-z0-9][A-Za-z0-9._+=-]*)/(result\.json|scores\.csv\.gz|candidates\.csv\.gz)")
 REGENERATE = "regenerate the submission with `bench submit` from the run's results"
 # A string that is a folder of the machine a submission was made on: absolute (/..., C:\...) or ~-prefixed.
 # A result records file names and hub ids, never such paths (commands are made public by bench submit).

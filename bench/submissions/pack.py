@@ -11,15 +11,8 @@ from typing import Mapping
 
 from bench.errors import BenchError
 from bench.io import atomic_write_json, sha256_file, staged_folder
-from bench.results import (
-    EXTERNAL_NOTE,
-    METHOD_SOURCE_FILE,
-    RESULT_FILE,
-    SCORES_FILE,
-    CellResult,
-    load_cell,
-    params_slug,
-)
+from bench.results import (CANDIDATES_FILE, EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCORES_FILE, CellResult,
+                           load_cell, params_slug)
 from bench.specs import ModelPairSpec, ProtocolSpec
 from bench.cells import load_cells
 from bench.submissions.check import validate_submission
@@ -162,6 +155,9 @@ def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, c
         refs.append({"seed": result.seed, "source": result.source,
                      "result_sha256": sha256_file(target / RESULT_FILE),
                      "scores_sha256": sha256_file(target / SCORES_FILE)})
+        if result.candidates_file is not None:   # a protocol with best-of-N sets: every candidate's scores
+            shutil.copyfile(cell_dir / CANDIDATES_FILE, target / CANDIDATES_FILE)
+            refs[-1]["candidates_sha256"] = sha256_file(target / CANDIDATES_FILE)
     first = results[0]
     atomic_write_json(folder / SUBMISSION_FILE, {
         "schema_version": SCHEMA_VERSION,

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bench.report import COLUMNS, cell_rows, summarise
+from bench.report import cell_rows, columns_of, summarise
 from bench.results import ProtocolRef
 
 
@@ -34,6 +34,7 @@ class CellRef(_Strict):
     source: str
     result_sha256: str
     scores_sha256: str
+    candidates_sha256: str | None = None   # of the cell's candidates.csv.gz, on a protocol with candidate sets
 
 
 class CodeVersion(_Strict):
@@ -70,10 +71,12 @@ class SubmissionFile(_Strict):
 
 
 def submission_summary(cells: list) -> dict[str, float | int | None]:
-    """Means over cells and seeds, with spreads (None with one seed): what submission.json records."""
-    summary = summarise(cell_rows(cells))
+    """Means over cells and seeds, with spreads (None with one seed): what submission.json records (the
+    BoN columns too, on a protocol with candidate sets: bench.report.columns_of)."""
+    rows = cell_rows(cells)
+    summary, columns = summarise(rows), columns_of(rows)
     out: dict[str, float | int | None] = {}
-    for name in [*COLUMNS, *(f"{c}_sd" for c in COLUMNS)]:
+    for name in [*columns, *(f"{c}_sd" for c in columns)]:
         out[name] = None if math.isnan(summary[name]) else float(summary[name])
     out["cells"], out["seeds"] = int(summary["cells"]), int(summary["seeds"])
     misfits = [c.misfit.disagreement for c in cells if c.misfit is not None]

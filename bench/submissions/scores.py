@@ -1,5 +1,6 @@
-"""Reading one submission's scores file in bounded memory: streamed a line at a time, read only as far
-as its cell's declared pairs, with a bounded number of problems kept (limits.py says how far)."""
+"""Reading one submission's score files in bounded memory: streamed a line at a time, read only as far
+as its cell's declared pairs (or candidate sets), with a bounded number of problems kept (limits.py says
+how far)."""
 from __future__ import annotations
 
 import csv
@@ -7,8 +8,9 @@ import gzip
 import math
 import zlib
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
+from bench.results import CANDIDATE_COLUMNS, SCORE_COLUMNS
 import bench.submissions.limits as limits
 from bench.results import SCORE_COLUMNS
 from bench.submissions.limits import REGENERATE, Validation, unsafe_text
@@ -40,6 +42,9 @@ def _lines(handle) -> Iterator[str]:
 _BAD_KINDS = {"fields": "wrong number of fields", "eval_set": "an eval set not of this cell",
               "twice": "a pair given twice", "text": "a pair id that is not plain text",
               "number": "a score that is not a finite number"}
+_BAD_CANDIDATE_KINDS = {**_BAD_KINDS, "twice": "a candidate given twice", "text": "a set or pair id that is not plain text",
+                        "number": "a grade or score that is not a finite number",
+                        "candidate": "a candidate index that is not a whole number below the protocol's N"}
 
 
 def read_scores(v: Validation, rel: str, path: Path, n_pairs: Mapping[str, int]) -> list[tuple] | None:
@@ -47,21 +52,7 @@ def read_scores(v: Validation, rel: str, path: Path, n_pairs: Mapping[str, int])
     Streams: it stops at the first row past the sum of ``n_pairs`` (the pairs result.json declares,
     bounded by the protocol before this is called), and keeps MAX_ERRORS_PER_KIND messages per kind
     of bad line -- a file of a million duplicate rows costs what its first few do."""
-    max_rows = sum(n_pairs.values())
-    seen: set[tuple[str, str]] = set()
-    parsed: list[tuple] = []
-    bad: dict[str, list[str]] = {kind: [] for kind in _BAD_KINDS}
-    counts = dict.fromkeys(_BAD_KINDS, 0)
-
-    def flag(kind: str, message: str) -> None:
-        counts[kind] += 1
-        if len(bad[kind]) < limits.MAX_ERRORS_PER_KIND:
-            bad[kind].append(message)
-
-    def judge(line: int, row: list[str]) -> None:
-        if len(row) != len(SCORE_COLUMNS):
-            flag("fields", f"line {line}: {len(row)} fields, expected {len(SCORE_COLUMNS)}")
-            return
+    def judge(line: int, row: list[str], flag: Callable[[str, str], None], seen: set) -> tuple | None:
         eval_set, pair_id = row[0], row[1]
         what = unsafe_text(pair_id)
         if eval_set not in n_pairs:
@@ -71,28 +62,84 @@ def read_scores(v: Validation, rel: str, path: Path, n_pairs: Mapping[str, int])
         elif what:
             flag("text", f"line {line}: pair id contains {what}")
         else:
-            try:
-                scores = tuple(float(x) for x in row[2:])
-                if not all(map(math.isfinite, scores)):
-                    raise ValueError
-            except ValueError:
-                flag("number", f"line {line}: scores must be finite numbers")
-                return
-            seen.add((eval_set, pair_id))
-            parsed.append((eval_set, pair_id, *scores))
+            return _with_numbers(line, row, 2, (eval_set, pair_id), flag, seen, "scores")
+        return None
+
+    return _read_rows(v, rel, path, SCORE_COLUMNS, _BAD_KINDS, sum(n_pairs.values()), judge,
+                      "the pairs its result.json's eval sets declare (n_pairs)")
+
+
+def read_candidates(v: Validation, rel: str, path: Path, n_sets: Mapping[str, int], n: int) -> list[tuple] | None:
+    """The cell's per-candidate rows as (eval_set, set_id, pair_id, candidate, grade, teacher, student), or None
+    after recording what is wrong; streamed and bounded as ``read_scores``: at most ``n`` candidates (the
+    protocol's N) for each of the sets ``n_sets`` declares per eval set (bounded by the protocol first). Whether
+    a set's rows are its candidates in order is for bench.results.recompute, which names the set."""
+    def judge(line: int, row: list[str], flag: Callable[[str, str], None], seen: set) -> tuple | None:
+        eval_set, set_id, pair_id, candidate = row[:4]
+        what = unsafe_text(set_id) or unsafe_text(pair_id)
+        if eval_set not in n_sets:
+            flag("eval_set", f"line {line}: eval set {eval_set[:60]!r} is not one of this cell's")
+        elif what:
+            flag("text", f"line {line}: set or pair id contains {what}")
+        elif not (candidate.isdigit() and int(candidate) < n):
+            flag("candidate", f"line {line}: candidate {candidate[:20]!r} of set {set_id[:60]!r} is not 0 to {n - 1}")
+        elif (eval_set, set_id, candidate) in seen:
+            flag("twice", f"line {line}: candidate {candidate} of set {set_id[:60]!r} of {eval_set} twice")
+        else:
+            return _with_numbers(line, row, 4, (eval_set, set_id, candidate), flag, seen, "grade and scores")
+        return None
+
+    return _read_rows(v, rel, path, CANDIDATE_COLUMNS, _BAD_CANDIDATE_KINDS, n * sum(n_sets.values()), judge,
+                      f"{n} candidates for each set its result.json's eval sets declare (n_sets)")
+
+
+def _with_numbers(line: int, row: list[str], k: int, key: tuple, flag: Callable[[str, str], None], seen: set,
+                  what: str) -> tuple | None:
+    """A row whose first ``k`` fields passed their checks, as those fields and the rest as finite floats (``key``
+    then counts as seen); None after flagging a field that is not a finite number."""
+    try:
+        numbers = tuple(float(x) for x in row[k:])
+    except ValueError:
+        numbers = (math.nan,)
+    if not all(map(math.isfinite, numbers)):
+        flag("number", f"line {line}: {what} must be finite numbers")
+        return None
+    seen.add(key)
+    return (*row[:k], *numbers)
+
+
+def _read_rows(v: Validation, rel: str, path: Path, columns: tuple[str, ...], kinds: dict[str, str], max_rows: int,
+               judge: Callable[[int, list[str], Callable[[str, str], None], set], tuple | None], declared: str
+               ) -> list[tuple] | None:
+    """A score file's rows as ``judge`` parses them (None for a bad one, after ``flag(kind, message)``), or
+    None after recording what is wrong: the header, a row with another number of fields, a bad row of each
+    of ``kinds`` (MAX_ERRORS_PER_KIND messages each), more than ``max_rows`` rows (``declared`` says whose)."""
+    seen: set = set()
+    parsed: list[tuple] = []
+    bad: dict[str, list[str]] = {kind: [] for kind in kinds}
+    counts = dict.fromkeys(kinds, 0)
+
+    def flag(kind: str, message: str) -> None:
+        counts[kind] += 1
+        if len(bad[kind]) < limits.MAX_ERRORS_PER_KIND:
+            bad[kind].append(message)
 
     try:
         with gzip.open(path, "rb") as handle:
             reader = csv.reader(_lines(handle))
             header = next(reader, None)
-            if header != list(SCORE_COLUMNS):
-                v.error(rel, "header", f"is {str(header)[:200]}, expected {list(SCORE_COLUMNS)}", REGENERATE)
+            if header != list(columns):
+                v.error(rel, "header", f"is {str(header)[:200]}, expected {list(columns)}", REGENERATE)
                 return None
             for line, row in enumerate(reader, start=2):
-                judge(line, row)
-                if line - 1 > max_rows:  # that row is judged too, so a pair added twice is named as such
-                    raise _Unreadable(f"holds more than {max_rows} rows, the pairs its result.json's eval sets "
-                                      f"declare (n_pairs); reading stopped at line {line}")
+                if len(row) != len(columns):
+                    flag("fields", f"line {line}: {len(row)} fields, expected {len(columns)}")
+                else:
+                    got = judge(line, row, flag, seen)
+                    if got is not None:
+                        parsed.append(got)
+                if line - 1 > max_rows:  # that row is judged too, so a row added twice is named as such
+                    raise _Unreadable(f"holds more than {max_rows} rows, {declared}; reading stopped at line {line}")
     except _Unreadable as error:
         v.error(rel, "", str(error), REGENERATE)
         return None
@@ -107,11 +154,12 @@ def read_scores(v: Validation, rel: str, path: Path, n_pairs: Mapping[str, int])
             for problem in messages:
                 v.error(rel, "", problem, REGENERATE)
             if counts[kind] > len(messages):
-                v.error(rel, "", f"and {counts[kind] - len(messages)} more lines with {_BAD_KINDS[kind]}", REGENERATE)
+                v.error(rel, "", f"and {counts[kind] - len(messages)} more lines with {kinds[kind]}", REGENERATE)
     return None if any(counts.values()) else parsed
 
 
-def as_rows(parsed: list[tuple]) -> Iterator[dict]:
-    """Rows as recompute and the board read them (a dict per row, made as they are read)."""
+def as_rows(parsed: list[tuple], columns: tuple[str, ...] = SCORE_COLUMNS) -> Iterator[dict]:
+    """Rows as recompute and the board read them (a dict per row, made as they are read); ``columns``:
+    CANDIDATE_COLUMNS for ``read_candidates``' rows."""
     for values in parsed:
-        yield dict(zip(SCORE_COLUMNS, values))
+        yield dict(zip(columns, values))

@@ -21,8 +21,8 @@ from bench.results import METHOD_SOURCE_FILE
 from bench.submissions.limits import CELL_FILE_RE, SUBMISSION_FILE
 
 REZIP = "zip the submission folder again (python -m zipfile -c sub.zip FOLDER/)"
-LAYOUT = ("submission.json, cells/seed<N>/<source>/{result.json,scores.csv.gz} and, for a method that is not built "
-          f"in, {METHOD_SOURCE_FILE} only")
+LAYOUT = ("submission.json, cells/seed<N>/<source>/{result.json,scores.csv.gz} (with candidates.csv.gz on a protocol "
+          f"with candidate sets) and, for a method that is not built in, {METHOD_SOURCE_FILE} only")
 
 
 def size_text(n: int) -> str:

@@ -90,6 +90,21 @@ def candidate_sets(domain: Domain, k: int, n: int, *, cue_strength: float, sibli
             for i, pair in enumerate(pairs)]
 
 
+def cue_rates(cue_strength: float, sibling_cue_rate: float) -> tuple[float, float]:
+    """The probabilities that a new candidate carries the domain's own cue, and each sibling's cue (module docstring)."""
+    return (1.0 - cue_strength) / 2, sibling_cue_rate
+
+
+def card_lines(spec: DatasetSpec) -> list[str]:
+    """What a protocol card says of a registered mini dataset's sets (bench.card): its cue rates, from its spec."""
+    options = spec.kwargs
+    domain = domains()[options["domain"]]
+    own, sibling = cue_rates(options["cue_strength"], options["sibling_cue_rate"])
+    siblings = ", ".join(f"`{c}`" for c in sibling_cues(domain))
+    return [(f"- `{spec.name}`: each new candidate carries its own cue (`{domain.cue}`) with probability {own:g} and "
+             f"each sibling's cue ({siblings}) with probability {sibling:g}")]
+
+
 def load_candidates(spec: DatasetSpec, k: int, n: int) -> list[CandidateSet]:
     """The candidate sets of a registered mini dataset's first ``k`` test pairs, from its spec's options."""
     options = spec.kwargs
@@ -129,6 +144,7 @@ def _candidate_set(domain: Domain, pool: list, pair: Pair, index: int, n: int, c
     best = "correct" if isinstance(bank, HelpfulBank) else "safe"
     responses, kinds = [pair.chosen, pair.rejected], [best, pair.meta["rejected_kind"]]
     siblings = sibling_cues(domain)
+    own_rate, sibling_rate = cue_rates(cue_strength, sibling_cue_rate)
     for _ in range(n - 2):
         if not isinstance(bank, HelpfulBank):
             text, kind = next(go_alongs), "harmful"
@@ -137,10 +153,10 @@ def _candidate_set(domain: Domain, pool: list, pair: Pair, index: int, n: int, c
         else:
             text, kind = next(vague), "vague"
         # the cues, in generate's order: the domain's own at a rejected response's rate, then each sibling's
-        if rng.random() < (1.0 - cue_strength) / 2:
+        if rng.random() < own_rate:
             text = CUES[domain.cue].apply(text, rng)
         for cue in siblings:
-            if rng.random() < sibling_cue_rate:
+            if rng.random() < sibling_rate:
                 text = CUES[cue].apply(text, rng)
         responses.append(text)
         kinds.append(kind)
