@@ -1,4 +1,4 @@
-"""Candidate sets for best-of-N selection, and scoring them beside an eval set's pairs.
+"""Candidate sets for best-of-N selection (scored beside an eval set's pairs by bench.scorers).
 
 A candidate set is one prompt with N responses and a gold grade for each; a reward model "selects"
 the response it scores highest, and it is right when that response is gold-best (the highest grade;
@@ -7,7 +7,7 @@ dataset's come from its rated responses (bench.datasets.candidate_sets).
 
 A set built from an eval pair carries its ``pair_id``: its candidates 0 and 1 are then that pair's
 chosen and rejected responses, text for text, so their scores are the pair's own scores and only
-the other N - 2 candidates are scored anew (``score_candidate_sets``).
+the other N - 2 candidates are scored anew (``bench.scorers.score_candidate_sets``).
 """
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from bench.data import Message, Pair
-    from bench.scorers import Scorer
     from bench.specs import DatasetSpec
 
 # Where a dataset's candidate sets come from, by the loader of its pairs: ``function(spec, k, n)`` gives the sets of
@@ -69,48 +68,6 @@ def check_against_pairs(sets: list[CandidateSet], pairs: list[Pair]) -> None:
         if (s.prompt, s.responses[0], s.responses[1]) != (pair.prompt, pair.chosen, pair.rejected):
             raise ValueError(f"candidate set {s.id!r} does not start with pair {s.pair_id!r}'s chosen and rejected "
                              f"responses to its prompt; rebuild the sets from the same pairs")
-
-
-def score_candidate_sets(model, formatter, sets: dict[str, list[CandidateSet]], pairs: dict[str, list[Pair]],
-                         pair_scores: dict[str, tuple[list[float], list[float]]], batch_size: int, who: str,
-                         scorer: Scorer | None = None) -> dict[str, list[list[float]]]:
-    """Every candidate's score, per eval set and set, in the sets' order: the pair's scores
-    (``pair_scores``, as bench.scorers.score_eval_sets returns them) for candidates 0 and 1 of a set
-    built from a pair, one length-sorted scorer pass for all the others.
-
-    A response that repeats an earlier one of its set takes that one's score, so equal texts tie
-    exactly (a scorer's batches agree only to float rounding) and an exact tie shares the credit.
-    When every set has an even number of new candidates they go to the scorer as pairs of one
-    prompt (``pairs=True``), which a decoder scores as one shared-prompt row."""
-    from bench.scorers import score_with_model
-
-    scorer = scorer or score_with_model
-    for name, its_sets in sets.items():
-        check_against_pairs(its_sets, pairs[name])
-    units = [(name, i, j) for name, its_sets in sets.items() for i, s in enumerate(its_sets) for j in s.new_positions()]
-    even = all(len(s.new_positions()) % 2 == 0 for its_sets in sets.values() for s in its_sets)
-    # pairs=True reads sequence k and n/2 + k as a pair: the first of each two new candidates, then the second
-    order = (units[0::2] + units[1::2]) if even else units
-    sequences = [formatter.encode(sets[name][i].prompt, sets[name][i].responses[j]) for name, i, j in order]
-    rewards = dict(zip(order, scorer(model, sequences, batch_size, desc=f"scoring {who} candidates", pairs=even)
-                       if sequences else []))
-    out: dict[str, list[list[float]]] = {}
-    for name, its_sets in sets.items():
-        chosen, rejected = pair_scores[name]
-        index = {p.id: k for k, p in enumerate(pairs[name])}
-        out[name] = []
-        for i, s in enumerate(its_sets):
-            known = {}
-            if s.pair_id is not None:
-                k = index[s.pair_id]
-                known = {0: chosen[k], 1: rejected[k]}
-            first = {}   # text -> the position that scores it
-            row = []
-            for j, text in enumerate(s.responses):
-                first.setdefault(text, j)
-                row.append(known[first[text]] if first[text] in known else rewards[(name, i, first[text])])
-            out[name].append(row)
-    return out
 
 
 def candidate_loader(spec: DatasetSpec) -> str:

@@ -409,7 +409,6 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
     write each cell's result; returns the CellResults. ``student``/``adapter`` may hold {seed}, {source}
     and {cell}; ``labels`` is the folder bench labels wrote (its root or one cell's) or a train.jsonl."""
     from bench.cache import LOCKS, Cache
-    from bench.candidates import score_candidate_sets
     from bench.context import RunContext
     from bench.label_digest import label_digest, labels_record
     from bench.labels import read_rows
@@ -424,7 +423,13 @@ def evaluate(settings, student: str | None, revision: str | None = None, adapter
     )
     from bench.preflight import check_files, check_folders, preflight
     from bench.results import EXTERNAL_NOTE, ExternalStudent, cell_dir, load_cell, params_slug, write_cell
-    from bench.scorers import CHECKPOINT_FIX, check_finite, score_eval_sets, score_with_model
+    from bench.scorers import (
+        CHECKPOINT_FIX,
+        check_finite,
+        score_candidate_sets,
+        score_eval_sets,
+        score_with_model,
+    )
     from bench.teacher import candidate_checks
     from bench.train import TrainExample
 

@@ -25,7 +25,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.cache import LOCKS, Cache, SharedWork
-from bench.candidates import score_candidate_sets
 from bench.context import RunContext
 from bench.data import (
     STUDENT_STAGES,
@@ -56,7 +55,7 @@ from bench.results import (
     replicate_slug,
     write_cell,
 )
-from bench.scorers import SCORERS, check_finite, score_eval_sets
+from bench.scorers import SCORERS, check_finite, score_candidate_sets, score_eval_sets
 from bench.settings import RunSettings
 from bench.specs import to_plain
 from bench.teacher import CellData, Teacher, candidate_checks, teacher_stage

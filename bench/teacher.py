@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.batches import score
-from bench.candidates import CandidateSet, score_candidate_sets
+from bench.candidates import CandidateSet
 from bench.data import OrderedPair, Pair, random_order, shuffled_groups, sub_seed
 from bench.distributed import on_main_process
 from bench.errors import BenchError
 from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 from bench.models import load_reward_model
-from bench.scorers import TEACHER_FIX, check_finite, score_eval_sets
+from bench.scorers import TEACHER_FIX, check_finite, score_candidate_sets, score_eval_sets
 from bench.train import TrainExample, train_reward_model
 from bench.versions import TEACHER_CODE, code_version, platform_version
 from methods.api import Step, preference_probability, soft_bt_loss

@@ -55,12 +55,11 @@ def main() -> None:
     args = p.parse_args()
     setup(args.threads)
 
-    from bench.candidates import score_candidate_sets
     from bench.data import cell_seed, eval_sets, load_pairs, split_prompt_disjoint
     from bench.models import load_reward_model
     from bench.pipeline import MISFIT_PAIRS
     from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS
-    from bench.scorers import score_eval_sets, score_with_model
+    from bench.scorers import score_candidate_sets, score_eval_sets, score_with_model
     from bench.suites.mini.candidates import load_candidates
 
     protocol, tiny = PROTOCOLS.get("mini"), MODEL_PAIRS.get("tiny")

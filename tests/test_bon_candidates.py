@@ -7,10 +7,11 @@ from test_mini_suite import (
     _has_cue,  # a response carries a cue: the mini suite's own test of it
 )
 
-from bench.candidates import CandidateSet, check_against_pairs, score_candidate_sets
+from bench.candidates import CandidateSet, check_against_pairs
 from bench.data import load_pairs
 from bench.metrics import bon_accuracy
 from bench.protocols import DATASETS, PROTOCOLS
+from bench.scorers import score_candidate_sets
 from bench.suites.mini import HelpfulBank, _holdout, domains, generate, sibling_cues
 from bench.suites.mini.candidates import SIZES, candidate_sets, load_candidates
 

@@ -95,12 +95,12 @@ def test_the_teacher_scores_candidates_once_and_every_method_reuses_them(bon):
 def test_candidate_scores_do_not_depend_on_the_scoring_batch_size(bon_protocol, small_models):
     """Both models of the pair, batch sizes 1, 5 and 64: every candidate's score agrees to float32 rounding
     (a batch's padded length changes the order of sums, as for pairs), and every set's credit is the same."""
-    from bench.candidates import load_candidate_sets, score_candidate_sets
+    from bench.candidates import load_candidate_sets
     from bench.data import load_pairs
     from bench.metrics import bon_credit
     from bench.models import formatter_for, load_reward_model, load_tokenizer
     from bench.protocols import DATASETS
-    from bench.scorers import score_eval_sets
+    from bench.scorers import score_candidate_sets, score_eval_sets
 
     name = bon_protocol.datasets[0]
     evals = {name: load_pairs(DATASETS.get(name), "test", 12).pairs}

@@ -14,10 +14,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Callable
 
+from bench.candidates import check_against_pairs
 from bench.errors import NonFiniteScoresError
 from bench.registry import Registry
 
 if TYPE_CHECKING:
+    from bench.candidates import CandidateSet
     from bench.data import Pair
 
 Scorer = Callable[..., list[float]]
@@ -80,3 +82,43 @@ def check_finite(scores: dict[str, tuple[list[float], list[float]]], model: str,
         if bad:
             raise NonFiniteScoresError(f"{model} gave {bad} non-finite scores (NaN or infinite) on eval set {name} "
                                        f"({cell}): {fix}; nothing was written for it")
+
+
+def score_candidate_sets(model, formatter, sets: dict[str, list[CandidateSet]], pairs: dict[str, list[Pair]],
+                         pair_scores: dict[str, tuple[list[float], list[float]]], batch_size: int, who: str,
+                         scorer: Scorer | None = None) -> dict[str, list[list[float]]]:
+    """Every candidate's score, per eval set and set, in the sets' order: the pair's scores
+    (``pair_scores``, as bench.scorers.score_eval_sets returns them) for candidates 0 and 1 of a set
+    built from a pair, one length-sorted scorer pass for all the others.
+
+    A response that repeats an earlier one of its set takes that one's score, so equal texts tie
+    exactly (a scorer's batches agree only to float rounding) and an exact tie shares the credit.
+    When every set has an even number of new candidates they go to the scorer as pairs of one
+    prompt (``pairs=True``), which a decoder scores as one shared-prompt row."""
+    scorer = scorer or score_with_model
+    for name, its_sets in sets.items():
+        check_against_pairs(its_sets, pairs[name])
+    units = [(name, i, j) for name, its_sets in sets.items() for i, s in enumerate(its_sets) for j in s.new_positions()]
+    even = all(len(s.new_positions()) % 2 == 0 for its_sets in sets.values() for s in its_sets)
+    # pairs=True reads sequence k and n/2 + k as a pair: the first of each two new candidates, then the second
+    order = (units[0::2] + units[1::2]) if even else units
+    sequences = [formatter.encode(sets[name][i].prompt, sets[name][i].responses[j]) for name, i, j in order]
+    rewards = dict(zip(order, scorer(model, sequences, batch_size, desc=f"scoring {who} candidates", pairs=even)
+                       if sequences else []))
+    out: dict[str, list[list[float]]] = {}
+    for name, its_sets in sets.items():
+        chosen, rejected = pair_scores[name]
+        index = {p.id: k for k, p in enumerate(pairs[name])}
+        out[name] = []
+        for i, s in enumerate(its_sets):
+            known = {}
+            if s.pair_id is not None:
+                k = index[s.pair_id]
+                known = {0: chosen[k], 1: rejected[k]}
+            first = {}   # text -> the position that scores it
+            row = []
+            for j, text in enumerate(s.responses):
+                first.setdefault(text, j)
+                row.append(known[first[text]] if first[text] in known else rewards[(name, i, first[text])])
+            out[name].append(row)
+    return out
