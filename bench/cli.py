@@ -149,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.errors import BenchError, CellsFailedError
+    from bench.core.errors import BenchError, CellsFailedError
 
     args = build_parser().parse_args(argv)
     try:

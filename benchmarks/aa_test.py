@@ -5,7 +5,7 @@ fresh randomness on the same split, teacher and labels; rows METHOD, METHOD#1, M
 for every (seed, source) cell, R + 1 runs that differ by run-to-run noise alone. One A/A comparison:
   1. draws K whole seeds from the pool's seeds (without replacement);
   2. in every cell of those seeds, draws two different replicates, "A" and "B";
-  3. applies the rule to A - B on NTS (bench.runs.stratified: the interval over independent runs,
+  3. applies the rule to A - B on NTS (bench.core.runs.stratified: the interval over independent runs,
      stratified by source, at the protocol's sequential boundary for K seeds, or with --fixed the
      fixed-sample interval), and records whether it is decided.
 Comparisons drawn from one pool share runs, so they are not independent: the false-positive rate's
@@ -29,15 +29,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.cells import load_cells  # noqa: E402
-from bench.runs import cell_value, stratified  # noqa: E402
+from bench.core.cells import load_cells  # noqa: E402
+from bench.core.runs import cell_value, stratified  # noqa: E402
 
 DRAW_SEED = 20261202
 
 
 def pool(folder: Path, method: str) -> tuple[dict, tuple[int, int] | None]:
     """{(seed, source): [NTS of each replicate]} for the runs of ``method`` and its replicates, and the looks."""
-    from bench.results import RESULT_FILE
+    from bench.core.results import RESULT_FILE
 
     cells = load_cells(sorted(p.parent for p in folder.rglob(RESULT_FILE)))
     runs: dict[tuple[int, str], list[float]] = defaultdict(list)

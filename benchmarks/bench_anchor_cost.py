@@ -2,7 +2,7 @@
 
 Three variants train the tiny pair's student (all-MiniLM-L6-v2) with the pair's student settings on
 the same mini pairs, interleaved: ``naive``; ``anchor`` as shipped (the pretrained states computed
-once before training, bench/reference.py); and ``anchor-live``, the paper's way (a frozen copy of the
+once before training, bench/stages/reference.py); and ``anchor-live``, the paper's way (a frozen copy of the
 student runs a second forward on every batch; forced with SHIFTBENCH_ANCHOR_CACHE_GB=0). It prints
 the per-step time ratios over naive, the one-off precompute, the whole training's ratio, and the
 peak memory of each variant measured in its own process.
@@ -37,9 +37,9 @@ VARIANTS = {"naive": ("naive", None), "anchor": ("anchor", "4"), "anchor-live": 
 def train_once(variant: str, examples: list, memory: PeakMemory | None = None) -> dict:
     import math
 
-    from bench.models import load_reward_model
-    from bench.protocols import MODEL_PAIRS
-    from bench.train import train_student
+    from bench.core.protocols import MODEL_PAIRS
+    from bench.stages.models import load_reward_model
+    from bench.stages.train import train_student
     from methods import make_method
 
     tiny = MODEL_PAIRS.get("tiny")

@@ -3,8 +3,8 @@
 One cell of ``mini`` x ``tiny`` scores its eval sets (the source's test split and its two siblings',
 400 pairs each) with the student and, when it trains its teacher, with the teacher. This measures,
 interleaved in one process, the student (all-MiniLM-L6-v2) and the teacher (its first layer)
-scoring the eval sets' pairs alone (bench.scorers.score_eval_sets, as a cell does) against the pairs
-plus the candidate sets of the first K test prompts of each eval set (bench.candidates.
+scoring the eval sets' pairs alone (bench.stages.scorers.score_eval_sets, as a cell does) against the pairs
+plus the candidate sets of the first K test prompts of each eval set (bench.core.candidates.
 score_candidate_sets: N - 2 new sequences per set, the pair's two scores reused). Encoding the
 sequences is timed with the scoring, as a cell does both. The models are untrained (the pretrained
 backbone, a seeded head): scoring time does not depend on the weights.
@@ -12,7 +12,7 @@ backbone, a seeded head): scoring time does not depend on the weights.
 What the ratio means for a whole cell comes from the harness's own timers in the committed reference
 cells (submissions/mini/tiny/naive/cells/*/*/result.json, ``timings_s``): the shares of a cell's
 total time spent scoring by the student and by the teacher (in the cells that trained one). The
-student's share also holds its misfit pass (bench.pipeline.student_misfit: the first MISFIT_PAIRS
+student's share also holds its misfit pass (bench.stages.pipeline.student_misfit: the first MISFIT_PAIRS
 pairs of half B), which candidates do not touch; that pass is timed here too, interleaved, and the
 eval sets' part of the student's scoring is t(pairs) / (t(pairs) + t(misfit)). Candidate time grows
 with the number of new sequences, so it is linear in K; the largest K that keeps the added time
@@ -55,11 +55,11 @@ def main() -> None:
     args = p.parse_args()
     setup(args.threads)
 
-    from bench.data import cell_seed, eval_sets, load_pairs, split_prompt_disjoint
-    from bench.models import load_reward_model
-    from bench.pipeline import MISFIT_PAIRS
-    from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS
-    from bench.scorers import score_candidate_sets, score_eval_sets, score_with_model
+    from bench.core.data import cell_seed, eval_sets, load_pairs, split_prompt_disjoint
+    from bench.core.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS
+    from bench.stages.models import load_reward_model
+    from bench.stages.pipeline import MISFIT_PAIRS
+    from bench.stages.scorers import score_candidate_sets, score_eval_sets, score_with_model
     from bench.suites.mini.candidates import load_candidates
 
     protocol, tiny = PROTOCOLS.get("mini"), MODEL_PAIRS.get("tiny")

@@ -2,13 +2,13 @@
 
 FLOPs of one step (forward, backward) are counted by torch.utils.flop_counter.FlopCounterMode
 (matrix products, and attention through common.flop_counter, as "model FLOPs" are usually counted); the step's time is the
-median of several steps of the shared loop's body (bench/train.py) on the tiny pair's student.
+median of several steps of the shared loop's body (bench/stages/train.py) on the tiny pair's student.
 The peak is the best of matrix products measured here in the step's dtype (on a CPU at the same
 thread count): a square product and the model's own shapes. A torch.profiler table says where a
 step's time goes. On a CUDA GPU it runs there (timed with synchronisation), in float32 (the tiny
 pair's dtype) and with ``--dtype bfloat16`` in bf16, and adds larger batches. ``--models smol``
 measures the decoder instead (SmolLM2 with its LoRA, optionally cut to ``--layers``): a batch of 16
-real hh-rlhf pairs as shared-prompt rows (bench/pair_rows.py), the middle batch of the pairs sorted
+real hh-rlhf pairs as shared-prompt rows (bench/stages/pair_rows.py), the middle batch of the pairs sorted
 by their two sequences' length, at ``--max-length`` (default 1,024, §8's throughput command's), with
 the peak measured at the decoder's own matrix shapes.
 
@@ -74,10 +74,10 @@ def step_parts(examples: list, batch_size: int, dtype: str = "float32", spec=Non
     """A model, optimizer and one batch, as the shared loop builds them (a decoder's as pair rows)."""
     import dataclasses
 
-    from bench.batches import collate_examples, reward_forward
-    from bench.models import load_reward_model
-    from bench.specs import TrainConfig
-    from bench.train import apply_freezing
+    from bench.core.specs import TrainConfig
+    from bench.stages.batches import collate_examples, reward_forward
+    from bench.stages.models import load_reward_model
+    from bench.stages.train import apply_freezing
 
     model = load_reward_model(dataclasses.replace(spec or tiny_strong(), dtype=dtype), seed=0).to(DEVICE)
     apply_freezing(model, TrainConfig(learning_rate=1e-4, epochs=1, batch_size=batch_size, freeze_word_embeddings=True))

@@ -3,9 +3,9 @@
 Every batch is right-padded to its longest row, and the model processes the padding too. For the
 2,348 usable pairs of hh-rlhf helpful-base (test split), encoded as the tiny pair's student reads
 them, this counts real and processed tokens over one epoch of training batches (a rows and b rows
-of each pair in one forward, as bench/train.py does), for random batches (the default), for
+of each pair in one forward, as bench/stages/train.py does), for random batches (the default), for
 length-grouped batches (TrainConfig.group_by_length; mega-batches of 50 batches, and other sizes
-for comparison), and for scoring (bench.batches.score sorts all sequences by length). Pure
+for comparison), and for scoring (bench.stages.batches.score sorts all sequences by length). Pure
 counting: no model runs, so the numbers are exact and need no repeats (and max length 1024, past
 MiniLM's 512 positions, only stands for the real protocol's 1024-token budget, tokenized by MiniLM).
 
@@ -27,7 +27,7 @@ def efficiency(batches: list[list[int]], lengths: list[int]) -> float:
 
 def training_batches(a_len: list[int], b_len: list[int], batch_size: int, mega: int | None, seed: int = 0):
     """The loop's batches; a batch's width is its longest sequence, a or b."""
-    from bench.train import epoch_batches
+    from bench.stages.train import epoch_batches
 
     pair_len = [max(a, b) for a, b in zip(a_len, b_len)]
     generator = torch.Generator().manual_seed(seed)

@@ -3,7 +3,7 @@
 For every pair of a real split, encoded with a pair's student formatter at a max length: the two
 sequences' real tokens (len a + len b), the two sequences padded apart (2 x the longer, what a
 batch of separate chosen/rejected rows holds at best), and the one shared-prompt row (len a +
-len b - shared prefix; bench/pair_rows.py). Real rows: hh-rlhf helpful test (all) and the
+len b - shared prefix; bench/stages/pair_rows.py). Real rows: hh-rlhf helpful test (all) and the
 UltraFeedback test_prefs rows of ../shared/realdata.
 
 Then, per batch layout, what one epoch of training batches (``--batch-size`` pairs, the loop's seeded
@@ -25,7 +25,7 @@ from common import REALDATA, formatter, hh_pairs, parser, setup, strong_of
 
 
 def ultrafeedback_pairs() -> list:
-    from bench.data import Pair
+    from bench.core.data import Pair
     from bench.datasets.ultrafeedback import normalize
 
     path = REALDATA / "ultrafeedback_binarized" / "test_prefs.first500.jsonl.gz"
@@ -50,8 +50,8 @@ def batch_costs(encoded: list, batch_size: int, layout: str) -> tuple[float, flo
     """One seeded epoch of ``layout``'s batches: (real / processed tokens, needed / computed attention)."""
     import torch
 
-    from bench.pair_rows import row_length
-    from bench.train import epoch_batches
+    from bench.stages.pair_rows import row_length
+    from bench.stages.train import epoch_batches
 
     two_seq = layout.startswith("two")
     rows = [(len(a), len(b)) if two_seq else (row_length(a, b),) for a, b in encoded]
@@ -74,7 +74,7 @@ LAYOUTS = ("two sequences, random (TRL)", "two sequences, grouped", "pair rows, 
 
 
 def main() -> None:
-    from bench.pair_rows import row_length
+    from bench.stages.pair_rows import row_length
 
     p = parser(__doc__)
     p.add_argument("--models", default="smol", help="whose student formatter (default smol: SmolLM2's template)")

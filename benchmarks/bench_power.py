@@ -1,6 +1,6 @@
 """Benchmark: how precisely the reference submissions pin down Δ NTS against naive, and what it would take.
 
-From the per-pair scores of every reference submission in submissions/mini/tiny (bench/stats.py):
+From the per-pair scores of every reference submission in submissions/mini/tiny (bench/core/stats.py):
   1. Δ NTS (and Δ AOG, Δ WRG) of every method vs naive: the paired bootstrap interval and p-value,
      the t-interval over the per-seed differences, and the nested bootstrap's interval for comparison.
   2. The 95% half-width of Δ NTS, (high - low) / 2, as a function of the seeds used (every subset of
@@ -30,9 +30,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.cells import Cell, load_cells  # noqa: E402
-from bench.sequential import t_quantile  # noqa: E402
-from bench.stats import BOOTSTRAP_SEED, Board  # noqa: E402
+from bench.core.cells import Cell, load_cells  # noqa: E402
+from bench.core.sequential import t_quantile  # noqa: E402
+from bench.core.stats import BOOTSTRAP_SEED, Board  # noqa: E402
 
 SUBSET_SEED = 20261130      # the random test-pair subsets of part 2
 BASELINE = "naive"

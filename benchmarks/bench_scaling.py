@@ -6,7 +6,7 @@ R^2, and the time per pair at each size. Memory: for each dataset size, a fresh 
 that many hh-rlhf pairs (the 2,348 real ones, cycled) as the pipeline does, then runs 4 training
 steps; it prints the resident memory with the data held and the peak while training. The same is
 measured with each pair's token ids held as Python lists (``lists``: the representation before
-``bench.formatting.Encoded`` stored compact arrays) for the ratio.
+``bench.core.formatting.Encoded`` stored compact arrays) for the ratio.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_scaling.py [--sizes 32 64 128 256] [--memory-sizes 500 2000 8000 32000]
 """
@@ -33,9 +33,9 @@ from common import (
 
 
 def train_time(examples: list) -> float:
-    from bench.models import load_reward_model
-    from bench.protocols import MODEL_PAIRS
-    from bench.train import train_reward_model
+    from bench.core.protocols import MODEL_PAIRS
+    from bench.stages.models import load_reward_model
+    from bench.stages.train import train_reward_model
     from methods.naive import Naive
 
     tiny = MODEL_PAIRS.get("tiny")
@@ -59,9 +59,9 @@ def memory_of(n: int, threads: int, as_lists: bool = False) -> None:
     import dataclasses
     import itertools
 
-    from bench.models import load_reward_model
-    from bench.protocols import MODEL_PAIRS
-    from bench.train import train_reward_model
+    from bench.core.protocols import MODEL_PAIRS
+    from bench.stages.models import load_reward_model
+    from bench.stages.train import train_reward_model
     from methods.naive import Naive
 
     setup(threads)

@@ -9,7 +9,7 @@ learning rate, linear warm-up/decay, clipping, float32 on this CPU, gold labels,
 Variants, interleaved round by round on fresh models: ``ours`` (length-grouped batches, the
 TrainConfig option), ``ours-plain`` (random batches, the default), ``trl`` (RewardTrainer's
 defaults: random batches) and ``trl-grouped`` (its ``train_sampling_strategy="group_by_length"``).
-On decoders ours reads each pair as one shared-prompt row (bench/pair_rows.py); ``ours-two-seq``
+On decoders ours reads each pair as one shared-prompt row (bench/stages/pair_rows.py); ``ours-two-seq``
 is ours with that switched off (grouped), which isolates what the shared prompt buys. Each run
 also reports its real tokens per processed token (padding is processed, not real).
 Throughput = pairs trained / seconds inside the training call (model and data preparation
@@ -52,9 +52,9 @@ SPEC = {"spec": None}   # the student spec of this run (main sets it from --mode
 
 
 def ours(examples: list, batch_size: int, grouped: bool, seed: int = SEED, pair_rows: bool = True):
-    from bench.models import load_reward_model
-    from bench.specs import TrainConfig
-    from bench.train import train_reward_model
+    from bench.core.specs import TrainConfig
+    from bench.stages.models import load_reward_model
+    from bench.stages.train import train_reward_model
     from methods.naive import (
         Naive,  # gold targets 1/0: naive's loss is then plain Bradley-Terry, as TRL's
     )
@@ -70,7 +70,7 @@ def ours(examples: list, batch_size: int, grouped: bool, seed: int = SEED, pair_
 
 def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order: list[int] | None = None):
     """TRL's RewardTrainer; ``order``: feed the pairs in this order, unshuffled, and step the learning
-    rate on our schedule (bench.train.lr_schedule) with our AdamW, so that it trains on our batches as our
+    rate on our schedule (bench.stages.train.lr_schedule) with our AdamW, so that it trains on our batches as our
     loop does: transformers' own warm-up starts at lr 0 and lasts ceil(ratio x steps) steps, ours starts
     at lr / warm-up steps and lasts round(ratio x steps), which on a short run is a step of training more.
     The losses stay each loop's own (TRL's -logsigmoid(chosen - rejected), ours BCE on a - b): the
@@ -82,8 +82,8 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
     from trl.trainer.reward_trainer import DataCollatorForPreference
     from trl.trainer.utils import pad
 
-    from bench.models import load_reward_model, load_tokenizer
-    from bench.train import adamw, apply_freezing, lr_schedule
+    from bench.stages.models import load_reward_model, load_tokenizer
+    from bench.stages.train import adamw, apply_freezing, lr_schedule
 
     @dataclass
     class WithSegments(DataCollatorForPreference):
@@ -111,7 +111,7 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
     if spec.architecture == "decoder":
         # TRL sets the model's pad id from the tokenizer's pad token (SmolLM2's is <|im_end|>, which ends
         # every templated sequence). Give the tokenizer our pad instead, the id no sequence holds
-        # (bench.formatting.dedicated_pad_id); else TRL reads padded rows' rewards at their padding.
+        # (bench.core.formatting.dedicated_pad_id); else TRL reads padded rows' rewards at their padding.
         tokenizer.add_special_tokens({"pad_token": "<|shiftbench_pad|>"})
         if tokenizer.pad_token_id != model.config.pad_token_id:
             raise SystemExit(f"pad ids differ: tokenizer {tokenizer.pad_token_id}, model {model.config.pad_token_id}")
@@ -141,14 +141,14 @@ def trl(examples: list, batch_size: int, grouped: bool, seed: int = SEED, order:
 
 
 def _cfg(batch_size: int):
-    from bench.specs import TrainConfig
+    from bench.core.specs import TrainConfig
 
     return TrainConfig(learning_rate=LR, epochs=1, batch_size=batch_size)
 
 
 def accuracy_of(model, pairs: list, fmt) -> float:
-    from bench.batches import score
-    from bench.metrics import accuracy
+    from bench.core.metrics import accuracy
+    from bench.stages.batches import score
 
     sequences = [fmt.encode(p.prompt, p.chosen) for p in pairs] + [fmt.encode(p.prompt, p.rejected) for p in pairs]
     rewards = score(model, sequences, batch_size=64, pairs=True)
@@ -191,7 +191,7 @@ def main() -> None:
 
 
 def throughput(subset: list, args, max_length: int) -> None:
-    from bench.pair_rows import row_length
+    from bench.stages.pair_rows import row_length
 
     decoder = SPEC["spec"].architecture == "decoder"
     print(f"## throughput: {args.models} ({SPEC['spec'].name}, {args.layers or 'all'} layers), {args.data}, max length "
@@ -228,7 +228,7 @@ def accuracy_runs(examples: list, eval_pairs: list, fmt, args) -> None:
     schedule, which checks that the two loops compute the same training when those are the same."""
     import statistics
 
-    from bench.train import epoch_batches
+    from bench.stages.train import epoch_batches
 
     steps = math.ceil(len(examples) / args.batch_size)
     print(f"## accuracy: {len(examples)} train pairs ({steps} steps of {args.batch_size}), {len(eval_pairs)} "

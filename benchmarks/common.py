@@ -49,7 +49,7 @@ def tiny_strong(num_layers: int | None = None):
     """The offline MiniLM student of the tiny pair (optionally cut to its first layers)."""
     import dataclasses
 
-    from bench.protocols import MODEL_PAIRS
+    from bench.core.protocols import MODEL_PAIRS
 
     spec = MODEL_PAIRS.get("tiny").strong
     return dataclasses.replace(spec, num_layers=num_layers) if num_layers else spec
@@ -60,21 +60,21 @@ def strong_of(pair: str, num_layers: int | None = None):
     loops do not depend on depth, every layer doing the same work)."""
     import dataclasses
 
-    from bench.protocols import MODEL_PAIRS
+    from bench.core.protocols import MODEL_PAIRS
 
     spec = MODEL_PAIRS.get(pair).strong
     return dataclasses.replace(spec, num_layers=num_layers) if num_layers else spec
 
 
 def formatter(spec, max_length: int):
-    from bench.models import formatter_for, load_tokenizer
+    from bench.stages.models import formatter_for, load_tokenizer
 
     return formatter_for(spec, load_tokenizer(spec), max_length)
 
 
 def mini_pairs(source: str, n: int, split: str = "train") -> list:
-    from bench.data import load_pairs
-    from bench.protocols import DATASETS
+    from bench.core.data import load_pairs
+    from bench.core.protocols import DATASETS
 
     spec = DATASETS.get(source)
     return load_pairs(spec, spec.train_split if split == "train" else spec.test_split, n).pairs
@@ -82,7 +82,7 @@ def mini_pairs(source: str, n: int, split: str = "train") -> list:
 
 def hh_pairs(limit: int | None = None) -> list:
     """The real hh-rlhf helpful-base test split (2,348 usable pairs), read with the project's own rule."""
-    from bench.data import Pair
+    from bench.core.data import Pair
     from bench.datasets.hh import normalize
 
     if not HH_HELPFUL.exists():
@@ -101,7 +101,7 @@ def hh_pairs(limit: int | None = None) -> list:
 
 def gold_examples(pairs: list, fmt, seed: int = 0) -> list:
     """Training examples on gold labels, each pair in a seeded random (a, b) order, as the ceiling trains."""
-    from bench.train import TrainExample
+    from bench.stages.train import TrainExample
 
     rng = random.Random(seed)
     out = []

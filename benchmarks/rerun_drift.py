@@ -3,8 +3,8 @@
     python benchmarks/rerun_drift.py submissions/mini/tiny/naive RERUN/mini/tiny/naive
 
 Cells are paired by (protocol, model pair, method and params, seed, source); only finished cells count
-(bench.results.read_cell: their numbers recompute from their scores). Per cell it prints the largest
-change of any teacher or student score, how many test pairs' verdicts (bench.cells.correctness)
+(bench.core.results.read_cell: their numbers recompute from their scores). Per cell it prints the largest
+change of any teacher or student score, how many test pairs' verdicts (bench.core.cells.correctness)
 flipped, and the change of the student's ID and OOD accuracy and of the cell's mean NTS; then each
 side's mean NTS over the paired cells and the change per seed. The teacher's verdicts decide whether
 the two sides can be compared pair by pair at all (`bench compare METHOD@PAIR` refuses otherwise).
@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cells import correctness  # noqa: E402
-from bench.results import RESULT_FILE, params_slug, read_cell  # noqa: E402
+from bench.core.cells import correctness  # noqa: E402
+from bench.core.results import RESULT_FILE, params_slug, read_cell  # noqa: E402
 
 
 def cells(root: Path) -> dict[tuple, tuple]:

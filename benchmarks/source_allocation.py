@@ -1,6 +1,6 @@
 """How much allocating runs across sources by their noise would save (Neyman allocation).
 
-A decision over independent runs is stratified by source (bench.runs.stratified): its variance is
+A decision over independent runs is stratified by source (bench.core.runs.stratified): its variance is
 (1/S^2) sum_s sd_s^2 / n_s, for S sources, n_s runs of source s and sd_s the SD of one run's
 paired difference A - B there. With the same n runs in every source (what bench compare
 --until-decided grows: one run per source per seed), N = S n runs give (1/(S N)) sum sd_s^2; with
@@ -24,9 +24,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.cells import load_cells  # noqa: E402
-from bench.results import RESULT_FILE  # noqa: E402
-from bench.runs import cell_value  # noqa: E402
+from bench.core.cells import load_cells  # noqa: E402
+from bench.core.results import RESULT_FILE  # noqa: E402
+from bench.core.runs import cell_value  # noqa: E402
 
 
 def main() -> None:

@@ -70,8 +70,8 @@ def knobs(design: str) -> dict[str, str]:
 
 def specs(design: str):
     """(protocol, model pair) of a design: mini x tiny with its knobs, every cell seeded on its own."""
-    from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS
-    from bench.specs import frozen_map
+    from bench.core.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS
+    from bench.core.specs import frozen_map
 
     k = knobs(design)
     protocol = PROTOCOLS.get("mini")
@@ -103,11 +103,11 @@ def specs(design: str):
 def run(args) -> None:
     import torch
 
-    from bench.errors import CellsFailedError
-    from bench.pipeline import checked_method, run_slug
-    from bench.pipeline import run as run_cells
-    from bench.results import cell_dir, load_cell
-    from bench.settings import RunSettings, default_cache_dir
+    from bench.core.errors import CellsFailedError
+    from bench.core.results import cell_dir, load_cell
+    from bench.core.settings import RunSettings, default_cache_dir
+    from bench.stages.pipeline import checked_method, run_slug
+    from bench.stages.pipeline import run as run_cells
 
     torch.set_num_threads(1)
     index, workers = (int(x) for x in args.worker.split("/"))
@@ -148,8 +148,8 @@ def run(args) -> None:
 def runs_of(folder: Path, test_size: int | None) -> list[dict]:
     """Every finished cell under a design's folder: run name, seed, source, teacher and student accuracy
     on the ID split and each target (on the first ``test_size`` pairs of each split when given)."""
-    from bench.cells import correctness
-    from bench.results import RESULT_FILE, params_slug, read_cell, replicate_slug
+    from bench.core.cells import correctness
+    from bench.core.results import RESULT_FILE, params_slug, read_cell, replicate_slug
 
     found = []
     for path in sorted(folder.rglob(RESULT_FILE)):
@@ -173,7 +173,7 @@ def runs_of(folder: Path, test_size: int | None) -> list[dict]:
 
 
 def run_metrics(run: dict) -> dict[str, float]:
-    from bench.metrics import cell_metrics
+    from bench.core.metrics import cell_metrics
 
     per_target = cell_metrics(run["acc"], run["source"])
     return {k: statistics.fmean(m[k] for m in per_target.values()) for k in ("wrg", "aog", "nts")}
@@ -189,7 +189,7 @@ def pooled_sd(deltas: dict[str, list[float]]) -> tuple[float, int]:
 def runs_for_half_width(sd: float, sources: int = 6, target: float = 1.0) -> int:
     """The fewest independent runs (a whole number of seeds x sources) whose stratified t-interval has
     half-width <= target at this per-run SD."""
-    from bench.sequential import t_quantile
+    from bench.core.sequential import t_quantile
 
     if not math.isfinite(sd):
         return 0

@@ -24,7 +24,7 @@ private_upload_folder()   # before Gradio is imported: it reads its temp folder 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no calls home from a leaderboard
 import gradio as gr  # noqa: E402
 
-from bench.report import fmt  # noqa: E402
+from bench.core.report import fmt  # noqa: E402
 from bench.submissions.limits import MAX_FILES, MAX_SUBMISSION_BYTES  # noqa: E402
 from bench.submissions.upload import size_text  # noqa: E402
 from leaderboard import cards, figures, plots, render  # noqa: E402
@@ -160,7 +160,7 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
         return "\n".join(f"{v.folder}: {v.errors[0] if v.errors else 'no cells'}" for v in board().unreadable)
 
     def names(registry: str, given: Mapping | None) -> list[str]:
-        from bench import protocols as registries
+        from bench.core import protocols as registries
 
         return sorted({*getattr(registries, registry).names(), *(given or {})})
 

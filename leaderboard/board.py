@@ -2,9 +2,9 @@
 submission x seed x source -> target cell, its groups (protocol x model pair: only runs of one group are
 compared) and the filters that narrow the cells behind every number.
 
-Decisions come from the harness's one rule, ``bench.compare.decision_table`` (a difference from naive is
+Decisions come from the harness's one rule, ``bench.core.compare.decision_table`` (a difference from naive is
 decided when its t-interval over the per-seed differences excludes 0), over the same bootstrap
-(``bench.stats``) that ``bench report`` and ``bench compare`` use; the board adds no rule of its own.
+(``bench.core.stats``) that ``bench report`` and ``bench compare`` use; the board adds no rule of its own.
 """
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from typing import Mapping
 
 import pandas as pd
 
-from bench.compare import BASELINE, decision_table
-from bench.report import COLUMNS, cell_rows, params_text
+from bench.core.compare import BASELINE, decision_table
+from bench.core.report import COLUMNS, cell_rows, params_text
 from bench.submissions.limits import Validation
 from bench.submissions.tree import teacher_conflicts
 
 # How a row of a method that is not built in is marked (method.origin.kind): its code is not the harness's,
-# so what it did is read in its source, which the submission carries (bench.results.METHOD_SOURCE_FILE).
+# so what it did is read in its source, which the submission carries (bench.core.results.METHOD_SOURCE_FILE).
 NOT_BUILT_IN = {kind: f"method from {what}, not built in: its source is in the submission (method_source.py)"
                 for kind, what in (("file", "a method file"), ("entry point", "an installed package"))}
 
@@ -91,12 +91,12 @@ class Board:
 
     def decisions(self, protocol: str, models: str, category: str | None = None, source: str | None = None
                   ) -> dict[str, dict]:
-        """Per validated submission of a group (by its key): ``bench.compare.decision_table``'s row (NTS 95%
+        """Per validated submission of a group (by its key): ``bench.core.compare.decision_table``'s row (NTS 95%
         CI, rank 95%, Δ NTS vs naive with its intervals, decided), plus as numbers the same bootstrap's 95%
         intervals of NTS, AOG and WRG (``ci``: metric -> (low, high)) and, against naive, each metric's Δ
         (``delta``: metric -> (estimate, bootstrap low, high, t low, t high)). Empty when they cannot be
         computed (submissions on different seeds or test pairs)."""
-        from bench.stats import Board as Bootstrap
+        from bench.core.stats import Board as Bootstrap
 
         key = (protocol, models, category, source)
         if key not in self._decisions:

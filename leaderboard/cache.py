@@ -6,7 +6,7 @@ reference submission on a 2-core machine: 6 s of the board's start-up for eleven
 outcome is a pure function of
 
 - the bytes of every file of the submission (their sha256, with their paths),
-- the code that validates (``VALIDATION_CODE``, by ``bench.versions.code_version``) and the numpy and
+- the code that validates (``VALIDATION_CODE``, by ``bench.core.versions.code_version``) and the numpy and
   pydantic it runs on,
 - the registered protocols and model pairs it is checked against (and the ones a caller adds), and the
   committed reference teachers (bench.submissions.reference), and
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Mapping
 
 import bench.submissions.limits as limits
-from bench.cells import Cell, EvalSet, correctness_from_text, correctness_text
-from bench.io import atomic_write_bytes, atomic_write_json, sha256_file
-from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
+from bench.core.cells import Cell, EvalSet, correctness_from_text, correctness_text
+from bench.core.io import atomic_write_bytes, atomic_write_json, sha256_file
+from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import Problem, Validation
 
@@ -42,23 +42,23 @@ FORMAT = 2   # the layout of an entry; bump it when what is stored changes
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
 VALIDATION_CODE = ("bench.submissions.check", "bench.submissions.limits", "bench.submissions.schema",
-                   "bench.submissions.reference", "bench.data", "bench.registry", "bench.submissions.scores",
-                   "bench.submissions.commands", "bench.results", "bench.metrics", "bench.report",
-                   "bench.stats", "bench.cells", "bench.runs", "bench.sequential", "bench.specs",
-                   "bench.errors", "bench.protocols", "bench.io", "leaderboard.cache")
+                   "bench.submissions.reference", "bench.core.data", "bench.core.registry", "bench.submissions.scores",
+                   "bench.submissions.commands", "bench.core.results", "bench.core.metrics", "bench.core.report",
+                   "bench.core.stats", "bench.core.cells", "bench.core.runs", "bench.core.sequential", "bench.core.specs",
+                   "bench.core.errors", "bench.core.protocols", "bench.core.io", "leaderboard.cache")
 
 
 def default_dir() -> Path:
     """Beside the teacher cache: $SHIFTBENCH_CACHE/leaderboard, else ~/.cache/shiftbench/leaderboard."""
-    from bench.settings import default_cache_dir
+    from bench.core.settings import default_cache_dir
 
     return default_cache_dir() / "leaderboard"
 
 
 def context_key(protocols: Mapping[str, ProtocolSpec] | None, model_pairs: Mapping[str, ModelPairSpec] | None) -> str:
     """Everything but the files that decides a validation outcome, as one digest."""
-    from bench.protocols import MODEL_PAIRS, PROTOCOLS, protocol_hash
-    from bench.versions import code_version
+    from bench.core.protocols import MODEL_PAIRS, PROTOCOLS, protocol_hash
+    from bench.core.versions import code_version
 
     known = {name: PROTOCOLS.get(name) for name in PROTOCOLS.names()} | dict(protocols or {})
     pairs = {name: MODEL_PAIRS.get(name) for name in MODEL_PAIRS.names()} | dict(model_pairs or {})
@@ -101,7 +101,7 @@ def _to_json(v: Validation, key: str) -> dict:
 
 
 def _from_json(data: dict, folder: Path) -> Validation:
-    from bench.results import CellResult
+    from bench.core.results import CellResult
 
     pairs = [Cell(c["method"], int(c["seed"]), c["source"], c["category"], tuple(
         EvalSet(e["name"], e["role"], tuple(e["pair_ids"]), correctness_from_text(e["teacher"], len(e["pair_ids"])),

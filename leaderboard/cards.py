@@ -12,8 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Mapping
 
-from bench.errors import BenchError
-from bench.stats import N_BOOT
+from bench.core.errors import BenchError
+from bench.core.stats import N_BOOT
 from leaderboard.board import Board
 from leaderboard.columns import md_escape
 from leaderboard.context import early_stopping_words, model_pair_words
@@ -34,9 +34,9 @@ DEFINITIONS = ("WRG = Acc_student(S) âˆ’ Acc_teacher(S); AOG = Acc_student(T) âˆ
 def protocol_card(name: str, protocols: Mapping | None = None) -> str:
     """The protocol's card (``bench card``: the one card, generated from the registry) and what the
     board's numbers mean, as markdown."""
-    from bench.card import GENERATED_NOTE
-    from bench.card import protocol_card as card
-    from bench.protocols import protocol_named
+    from bench.core.card import GENERATED_NOTE
+    from bench.core.card import protocol_card as card
+    from bench.core.protocols import protocol_named
 
     spec = protocol_named(name, protocols)
     return card(spec).replace(f"{GENERATED_NOTE}\n\n", "") + "\n## What the board's numbers mean\n\n" + DEFINITIONS + "\n"
@@ -46,8 +46,8 @@ def model_pair_card(name: str, model_pairs: Mapping | None = None, board: Board 
     """The model pair's card, as markdown: the registered spec, else what its submissions recorded
     (every value escaped: a recorded one is submission text). The pair's models are a list, one block
     per model, so that it reads on a phone as on a wide screen."""
-    from bench.protocols import MODEL_PAIRS
-    from bench.specs import to_plain
+    from bench.core.protocols import MODEL_PAIRS
+    from bench.core.specs import to_plain
 
     spec = (model_pairs or {}).get(name) or (MODEL_PAIRS.get(name) if name in MODEL_PAIRS else None)
     recorded = next((v.submission["models"] for v in (board.entries if board else [])
@@ -82,7 +82,7 @@ def model_pair_card(name: str, model_pairs: Mapping | None = None, board: Board 
     if defaults:
         lines.append("- **Method defaults for this pair:** " + "; ".join(
             f"{e(method)}: " + ", ".join(f"{e(k)}={e(v)}" for k, v in params) for method, params in defaults))
-    source = "the registry (bench/protocols.py)" if spec is not None else "its submissions (not registered here)"
+    source = "the registry (bench/core/protocols.py)" if spec is not None else "its submissions (not registered here)"
     return "\n".join(lines) + f"\n\nFrom {source}; `bench list models` prints it.\n"
 
 

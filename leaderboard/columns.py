@@ -1,8 +1,8 @@
 """How the ranking is shown: its columns, their definitions and the one number format, for the app,
 the static page, the CSV and the markdown table alike (``shown`` makes the one view they render).
 
-Numbers are ``bench.report.fmt`` (one decimal, ``+`` on gains, never ``-0.0``) and intervals
-``bench.compare.interval_text``, the formats ``bench report`` and ``bench compare`` print.
+Numbers are ``bench.core.report.fmt`` (one decimal, ``+`` on gains, never ``-0.0``) and intervals
+``bench.core.compare.interval_text``, the formats ``bench report`` and ``bench compare`` print.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bench.compare import interval_text
-from bench.report import fmt
-from bench.stats import N_BOOT
+from bench.core.compare import interval_text
+from bench.core.report import fmt
+from bench.core.stats import N_BOOT
 from leaderboard.board import ALL, METRICS, Board, group_label
 from leaderboard.links import MethodCode, paper_url, recorded_code
 from leaderboard.ranking import SEARCHED, ranking
@@ -97,7 +97,7 @@ class Row:
     paper: str = ""
     paper_url: str = ""
     code: MethodCode | None = None
-    external: str = ""    # the mark of students trained outside the harness (bench.results.EXTERNAL_NOTE)
+    external: str = ""    # the mark of students trained outside the harness (bench.core.results.EXTERNAL_NOTE)
     params: str = ""      # shown under the method's name where the params column is hidden (narrow screens)
     search: str = ""      # what the search box matches, lower case
 

@@ -41,7 +41,7 @@ def model_size(model: Mapping) -> str:
 
 
 def early_stopping_words(stopping: Mapping | None) -> str:
-    """A recorded bench.specs.EarlyStopping in words (raw text: escape it for markdown); "" without one."""
+    """A recorded bench.core.specs.EarlyStopping in words (raw text: escape it for markdown); "" without one."""
     if not isinstance(stopping, Mapping):
         return ""
     return (f"the best checkpoint on {stopping.get('holdout')} of the training pairs held out, checked every "
@@ -81,8 +81,8 @@ class DataLine:
 
 
 def _protocol(name: str, protocols: Mapping | None) -> Protocol | None:
-    from bench.errors import BenchError
-    from bench.protocols import DATASETS, protocol_named
+    from bench.core.errors import BenchError
+    from bench.core.protocols import DATASETS, protocol_named
 
     try:
         spec = protocol_named(name, protocols)
@@ -95,7 +95,7 @@ def _protocol(name: str, protocols: Mapping | None) -> Protocol | None:
 def data_line(board: Board, protocols: Mapping | None = None) -> DataLine:
     """What every ranked number comes from: the protocols (synthetic or real) and the students, and the
     registered protocols on real data that have no submission yet."""
-    from bench.protocols import PROTOCOLS, protocol_named
+    from bench.core.protocols import PROTOCOLS, protocol_named
 
     on_board = sorted({p for p, _ in board.groups})
     shown = [found for name in on_board if (found := _protocol(name, protocols))]

@@ -19,7 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from bench.report import fmt  # noqa: E402
+from bench.core.report import fmt  # noqa: E402
 from leaderboard.board import METRICS  # noqa: E402
 from leaderboard.plots import Sweep, varying_params  # noqa: E402
 

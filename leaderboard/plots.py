@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bench.compare import BASELINE, interval_text
-from bench.report import fmt, summarise
+from bench.core.compare import BASELINE, interval_text
+from bench.core.report import fmt, summarise
 from leaderboard.board import METRICS, NO_DELTA, Board, select
 
 HEATMAP_TOP = 3   # the heatmaps' default: naive, the ceiling and this many of the best-ranked

@@ -1,8 +1,8 @@
 """The ranking of a group (protocol x model pair) as a DataFrame, and its verdict in one line.
 
-Every aggregate is computed from the submissions' cells (``bench.report`` does the arithmetic, so the
+Every aggregate is computed from the submissions' cells (``bench.core.report`` does the arithmetic, so the
 board, ``bench report`` and ``bench submit`` agree); intervals, rank intervals, Δ against naive and
-"decided" are ``Board.decisions``, i.e. ``bench.compare.decision_table``. Definitions:
+"decided" are ``Board.decisions``, i.e. ``bench.core.compare.decision_table``. Definitions:
 
 - NTS, AOG, WRG, ID and OOD accuracy: means over the selected source -> target cells and the seeds;
   "±" is the spread (std of the per-seed means; blank with one seed), as in ``bench report``.
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bench.compare import BASELINE, CEILING, interval_text
-from bench.report import TEACHER, fmt, summarise, teacher_rows
+from bench.core.compare import BASELINE, CEILING, interval_text
+from bench.core.report import TEACHER, fmt, summarise, teacher_rows
 from bench.submissions.limits import Validation
 from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, scope, select
 
@@ -40,7 +40,7 @@ def pgr(gain: float, ceiling: pd.Series | None, ceiling_ci: tuple[float, float] 
     as a difference must on this board: the t-interval over the per-seed means (what "decided" uses; it
     needs two seeds) and the bootstrap interval over seeds and test pairs (the test split is shared by
     every seed, so the t-interval alone misses its noise)."""
-    from bench.sequential import LEVEL, t_quantile
+    from bench.core.sequential import LEVEL, t_quantile
 
     name = METRICS[metric]
     if ceiling is None:
@@ -175,7 +175,7 @@ class Verdict:
 
 def verdict(board: Board, table: pd.DataFrame) -> Verdict:
     """The verdict of one group's ranking table (``ranking(board, protocol, models, ...)``, unsearched):
-    its "decided" column, which is ``bench.compare.decision_table``'s, read out in words. The ceiling
+    its "decided" column, which is ``bench.core.compare.decision_table``'s, read out in words. The ceiling
     and the teacher are references and not counted; a method is named with its params when the group
     holds it more than once (``anchor (lam=10.0, layers=last)``)."""
     ranked = table[table["role"].isin(["method", "upload"]) & table["rank"].str.isdigit()]

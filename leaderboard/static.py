@@ -13,7 +13,7 @@ from typing import Mapping
 
 from markupsafe import Markup
 
-from bench.io import atomic_write_bytes
+from bench.core.io import atomic_write_bytes
 from leaderboard import cards, figures, plots, render
 from leaderboard.board import Board, group_label, title
 from leaderboard.columns import csv_name, shown

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Mapping
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import UPLOAD_TIME_BUDGET_S, Problem, Validation
 from bench.submissions.tree import check_teachers

@@ -19,8 +19,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from bench.errors import BadParamsError, BenchError
-from bench.registry import Registry
+from bench.core.errors import BadParamsError, BenchError
+from bench.core.registry import Registry
 from methods.api import Method, check_method_class, describe_params, parse_params
 
 ENTRY_POINT_GROUP = "bench.methods"
@@ -155,7 +155,7 @@ def method_origin(cls: type[Method]) -> dict:
 
 def method_source(cls: type[Method]) -> bytes | None:
     """The source file of a method that is not built in (a method file's, or an installed package's
-    class's): its results keep a copy and a submission of it carries one (bench.results.METHOD_SOURCE_FILE),
+    class's): its results keep a copy and a submission of it carries one (bench.core.results.METHOD_SOURCE_FILE),
     so that a reviewer can read what trained its students. None for a built-in method."""
     source = inspect.getsourcefile(cls)
     if method_origin(cls)["kind"] == "built-in" or not source:
@@ -165,7 +165,7 @@ def method_source(cls: type[Method]) -> bytes | None:
 
 def method_code(cls: type[Method]) -> str:
     """sha256 of the source files of the method's class and of every method class it inherits from
-    (methods.api aside: it is in bench.versions' code versions), which goes into cell and label-stage
+    (methods.api aside: it is in bench.core.versions' code versions), which goes into cell and label-stage
     keys: a method that inherits its rule from another's file (probe-filter from probe-relabel) is
     recomputed when that file changes, not only its own."""
     files = []

@@ -1,7 +1,7 @@
 """ANCHOR: soft-label BT plus a pull of the student's hidden states towards the pretrained ones.
 
 The pretrained states (computed once before training and shared across a lam sweep, or a frozen
-model run on every batch) come from ``bench.reference``; this file is the penalty.
+model run on every batch) come from ``bench.stages.reference``; this file is the penalty.
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Literal
 import torch
 from pydantic import Field
 
-from bench.models import num_layers
-from bench.pair_rows import response_states
-from bench.reference import pretrained_reference
+from bench.stages.models import num_layers
+from bench.stages.pair_rows import response_states
+from bench.stages.reference import pretrained_reference
 from methods.api import MethodParams, Step
 from methods.naive import Naive
 
@@ -56,7 +56,7 @@ class Anchor(Naive):
     of depth (layer round(0.5 L) and round(0.75 L), halves rounded up; 3 and 5 of 6, 16 and 24 of 32).
     Dropout is off, so the penalty is zero before the first update (to float rounding: the pretrained
     states are computed once before training, in other batches than the training ones, and padding
-    moves the last bits; see bench/reference.py). That changes the cost, not the loss.
+    moves the last bits; see bench/stages/reference.py). That changes the cost, not the loss.
     lam = 1e-4 was best for the paper's 8B students (the default here; model pairs may set their own).
     """
     needs_hidden_states = True
@@ -72,7 +72,7 @@ class Anchor(Naive):
 
     def fit(self, student, examples, cfg, train):
         """Training's reference: the pretrained states of every training sequence, computed once before the
-        first step (or read from ``train.shared``, where a sweep's first point left them; bench/reference.py)."""
+        first step (or read from ``train.shared``, where a sweep's first point left them; bench/stages/reference.py)."""
         self.layers = anchor_layers(num_layers(student), self.params.layers)
         self.reference = pretrained_reference(student, self.layers, examples, 2 * cfg.batch_size, train.shared)
         log = {**train(student, examples, cfg), "anchor_reference": self.reference.info}

@@ -2,7 +2,7 @@
 
 The bottom layer of the project: everything a method file needs (``Method``, ``Step``, ``MethodParams``,
 ``Labels`` / ``LabelInputs`` for a label stage, ``soft_bt_loss``, the trainable-state helpers), with
-no import from the stages that run methods (bench.train, bench.label_stage, bench.pipeline), which import it.
+no import from the stages that run methods (bench.stages.train, bench.stages.label_stage, bench.stages.pipeline), which import it.
 
 A method is a subclass of ``Method`` in one short file. Its class docstring opens with a
 front-matter block, which is where its name, idea and paper come from::
@@ -32,10 +32,10 @@ Hooks, all optional except ``loss`` (``Naive`` implements it; most methods subcl
   states). ``train(student, examples, cfg)`` runs the shared loop; ``train.shared`` is the run's
   cache for tensors that depend only on the pretrained student and the training sequences
   (``shared.tensors(kind, inputs, compute)``; None outside a pipeline run), so a sweep computes
-  them once (``bench.reference`` keeps ANCHOR's pretrained states there).
+  them once (``bench.stages.reference`` keeps ANCHOR's pretrained states there).
 - ``rule_reward(prompt, response)``: for methods that train nothing (``trains = False``), the
   reward of one response; the pipeline then skips the student model altogether.
-- ``relabel(inputs) -> Labels``: a label-side method's label stage (bench/label_stage.py), between the
+- ``relabel(inputs) -> Labels``: a label-side method's label stage (bench/stages/label_stage.py), between the
   teacher's soft labels and the student's training: from half B, the teacher's labels, more teachers
   and the pretrained strong model, the labels the student trains on (a target per pair, which pairs
   it keeps, optionally every teacher's label per pair for the loss: ``Step.teacher_labels``). Run
@@ -54,11 +54,11 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, ValidationError
 from torch import nn
 
-from bench.anatomy import head_of, inner_model
-from bench.errors import BadParamsError, BenchError
+from bench.core.anatomy import head_of, inner_model
+from bench.core.errors import BadParamsError, BenchError
 
 if TYPE_CHECKING:
-    from bench.data import OrderedPair
+    from bench.core.data import OrderedPair
 
 FRONT_MATTER_KEYS = ("name", "idea", "paper", "aliases")
 
@@ -80,7 +80,7 @@ class Step:
     r_a: torch.Tensor                  # (B,) reward of response a
     r_b: torch.Tensor                  # (B,) reward of response b
     target: torch.Tensor               # (B,) soft label q = P(a > b), or the gold 0/1
-    batch: dict[str, torch.Tensor]     # a rows then b rows (bench.batches.collate), or pair rows on decoders (bench.pair_rows)
+    batch: dict[str, torch.Tensor]     # a rows then b rows (bench.stages.batches.collate), or pair rows on decoders (bench.stages.pair_rows)
     hidden_states: tuple[torch.Tensor, ...] | None   # (embeddings, layer 1, ..., layer L) when the method asks
     model: nn.Module | None = None     # the student being trained
     index: int = 0                     # 0-based step number within this training
@@ -142,7 +142,7 @@ class Method:
 
     def fit(self, student: nn.Module, examples: list, cfg, train: Callable[..., dict]) -> dict:
         """The whole training of the student; returns the training log. ``train`` is a
-        bench.train.TrainingLoop: ``train(student, examples, cfg)`` runs the loop, ``train.shared`` the cache."""
+        bench.stages.train.TrainingLoop: ``train(student, examples, cfg)`` runs the loop, ``train.shared`` the cache."""
         self.setup(student)
         log = train(student, examples, cfg)
         self.finish(student)
@@ -153,7 +153,7 @@ class Method:
 
     @classmethod
     def check_student(cls, spec) -> None:
-        """Before any work (bench.pipeline.run): a clear error when the student's architecture (its
+        """Before any work (bench.stages.pipeline.run): a clear error when the student's architecture (its
         ModelSpec's) is one this method cannot train."""
         if spec.architecture not in cls.architectures:
             raise BenchError(f"method {cls.name!r} trains {' or '.join(cls.architectures)} students, and the student "
@@ -161,7 +161,7 @@ class Method:
                              f"{cls.architectures[0]} (bench list models)")
 
     def relabel(self, inputs: LabelInputs) -> Labels:
-        """The label stage: the labels the student trains on (bench/label_stage.py). Only a label-side
+        """The label stage: the labels the student trains on (bench/stages/label_stage.py). Only a label-side
         method defines it; the pipeline runs it once per cell and caches it."""
         raise NotImplementedError(f"method {self.name!r} has no label stage; it learns from the teacher's labels")
 
@@ -250,7 +250,7 @@ def parse_params(cls: type[Method], values: dict[str, object]) -> BaseModel:
                              f"Valid params: {describe_params(cls)}") from None
 
 
-# --- in-memory checkpoints (early stopping in bench.train, warm and s2s) and the BT probability ------------
+# --- in-memory checkpoints (early stopping in bench.stages.train, warm and s2s) and the BT probability ------------
 def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
     """A copy of every parameter that requires grad: all that training can change (frozen weights, and
     with LoRA the whole base model, stay as loaded). Kept on the CPU, so a checkpoint costs no device memory."""
@@ -271,13 +271,13 @@ def load_trainable_state(model: nn.Module, state: dict[str, torch.Tensor]) -> No
 
 def preference_probability(r_a: float, r_b: float) -> float:
     """P(a > b) = sigmoid(r_a - r_b), the Bradley-Terry probability: the teacher's soft labels
-    (bench.teacher), a student's own (s2s, the misfit). One formula everywhere, so the same rewards give
+    (bench.stages.teacher), a student's own (s2s, the misfit). One formula everywhere, so the same rewards give
     the same label to the last bit; a gap past what ``math.exp`` can take gives its limit, 0."""
     d = r_a - r_b
     return 0.0 if d < -700 else 1.0 / (1.0 + math.exp(-d))
 
 
-# --- a label stage: what relabel reads and returns (bench/label_stage.py runs it) -------------------
+# --- a label stage: what relabel reads and returns (bench/stages/label_stage.py runs it) -------------------
 @dataclass
 class Labels:
     """What a label-side method's ``relabel`` returns: what the student trains on."""
@@ -312,7 +312,7 @@ class LabelInputs:
     def teacher_error(self) -> float:
         """The teacher's error rate (0 to 1, a tie counting half) on gold-labelled pairs it was not trained
         on: a teacher of the same configuration and seeds trained on half A less about 20% of it
-        (HOLDOUT_SHARE; whole prompt groups, seeded: bench.teacher.split_half_a), scored on that part (its
+        (HOLDOUT_SHARE; whole prompt groups, seeded: bench.stages.teacher.split_half_a), scored on that part (its
         own teacher-stage entry). The cell's teacher trained on all of half A, so it has no held-out pairs
         of its own; this one is its stand-in, on about 80% of the data."""
         if self.held_out_error is None:

@@ -15,10 +15,10 @@ import torch.nn.functional as F
 from pydantic import Field
 from torch.utils.checkpoint import checkpoint
 
-from bench.anatomy import inner_model
-from bench.batches import uses_pair_rows
-from bench.errors import BenchError
-from bench.models import pretrained_lm_head
+from bench.core.anatomy import inner_model
+from bench.core.errors import BenchError
+from bench.stages.batches import uses_pair_rows
+from bench.stages.models import pretrained_lm_head
 from methods.api import MethodParams, Step
 from methods.naive import Naive
 
@@ -31,8 +31,8 @@ def response_predictions(batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, 
     """Every prediction of a response token from the state before it in its own sequence, as flat
     (rows, source positions, target ids, sequence index) over the batch's response tokens.
 
-    Sequences (``bench.batches.collate``: the a rows then the b rows): token t is predicted from t - 1;
-    the sequence index is the row. Shared-prompt pair rows (``bench.pair_rows``): a's tokens (segment 1,
+    Sequences (``bench.stages.batches.collate``: the a rows then the b rows): token t is predicted from t - 1;
+    the sequence index is the row. Shared-prompt pair rows (``bench.stages.pair_rows``): a's tokens (segment 1,
     with the prefix) likewise; b's tokens (segment 2) from the token before them in b's own sequence:
     the previous token of segment 2, or for the first token of b's rest, the last token of the shared
     prefix (row index = its position id - 1, since the prefix sits at the row's start with positions 0,
@@ -100,7 +100,7 @@ class GRM(Naive):
     where log pi(y | x) is the SUM over y's response tokens of log p(token | x, the tokens of y before it),
     from the last layer's states (hidden_states[-1], which transformers gives after the final norm, i.e.
     what the causal LM's head reads) through the LM head. Response tokens are the response mask's: the
-    assistant turn's tokens and the template's closing tokens (bench/formatting.py), the first predicted
+    assistant turn's tokens and the template's closing tokens (bench/core/formatting.py), the first predicted
     from the prompt's last token -- GRM's labels, which mask exactly the prompt rendered with the
     generation prompt. On pair rows each response is predicted within its own sequence: b's first token
     from the shared prompt's last token, never from a's last (``response_predictions``); the test checks
@@ -115,7 +115,7 @@ class GRM(Naive):
     Their LoRA default trains adapters and the value head only, so the LM head is frozen (their full
     fine-tuning trains it too); here it is frozen always: tied, the input embeddings detached (an input embedding still trains as an input,
     when the pair lets it); untied, ``lm_head.weight`` read once from the checkpoint
-    (bench.models.pretrained_lm_head). Their value head is a 1024-unit MLP; the head here is the
+    (bench.stages.models.pretrained_lm_head). Their value head is a 1024-unit MLP; the head here is the
     model pair's (a linear score head), so that only the loss differs from ``naive``.
 
     Soft labels: GRM regularises the chosen response. With q = P(a preferred), SFT above is GRM's

@@ -13,7 +13,7 @@ class ProbeFilter(ProbeRelabel):
     idea: drop the share of pairs whose weak label a probe on the pretrained strong model's features disagrees with most
     paper: EleutherAI w2s (github.com/EleutherAI/w2s, w2s/probe.py: Probe.filter; probe_filter in w2s/sft.py)
 
-    Label stage (bench/label_stage.py): the probe of ``probe-relabel`` (same features, ``probe``, ``k``
+    Label stage (bench/stages/label_stage.py): the probe of ``probe-relabel`` (same features, ``probe``, ``k``
     and ``l2``) predicts p_i for every half-B pair; the floor(share * n) pairs with the largest
     |p_i - q_i| are dropped (ties: the earlier pair first), as the reference's ``Probe.filter`` drops
     ``int(contamination * n)``; the student trains on the others with the teacher's labels q_i and

@@ -53,7 +53,7 @@ class ProbeRelabel(Naive):
     idea: relabel each pair with a probe (kNN or logistic) fitted to the weak labels on the pretrained strong model's features
     paper: EleutherAI w2s (github.com/EleutherAI/w2s, w2s/probe.py: KnnProbe, LogisticProbe; probe_relabel in w2s/sft.py)
 
-    Label stage (bench/label_stage.py): x_i = f(a_i) - f(b_i), where f is what the pretrained strong
+    Label stage (bench/stages/label_stage.py): x_i = f(a_i) - f(b_i), where f is what the pretrained strong
     model's reward head reads (its input vector, so that the head's reward gap is linear in x_i), computed
     once per strong model and half B and cached; the probe is fitted to the teacher's labels q on every
     half-B pair and predicts p_i on the same pairs; the student trains on p_i with naive's loss.

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, Field
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from methods.api import LabelInputs, Labels, MethodParams, Step
 from methods.naive import Naive
 
@@ -23,7 +23,7 @@ def weight_step(weights: torch.Tensor, teacher_labels: torch.Tensor, d: torch.Te
     ``d`` (held fixed), then clamped at WEIGHT_FLOOR and renormalised to sum 1, as the reference's
     ``ensemble_weights_update_callback``. With several processes the gradient is averaged over them
     (each its shard's mean), so that every process keeps the same weights."""
-    from bench.distributed import launched, state
+    from bench.core.distributed import launched, state
 
     w = weights.detach().clone().requires_grad_(True)
     loss = F.binary_cross_entropy_with_logits(d.detach(), combined_targets(teacher_labels, w))
@@ -41,7 +41,7 @@ class Raven(Naive):
     idea: the target is a learned convex combination of K weak teachers, its weights trained jointly with the student
     paper: Jeon et al. 2025, "Weak-to-Strong Generalization under Distribution Shifts" (NeurIPS 2025, arXiv 2510.21332; github.com/mlbio-epfl/raven)
 
-    Label stage (bench/label_stage.py): the soft labels q^(k) of K teachers on half B (the cell's
+    Label stage (bench/stages/label_stage.py): the soft labels q^(k) of K teachers on half B (the cell's
     teacher and K - 1 more trained on half A with seeds of their own, as ``teacher-ensemble``'s), every
     pair's K labels handed to the loss (Step.teacher_labels). With z^(k) = logit(q^(k)) = r_k(a) - r_k(b),
     teacher k's reward gap, and weights w on the simplex (w_k >= 0, sum 1, uniform at the start), each step

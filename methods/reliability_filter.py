@@ -15,7 +15,7 @@ class ReliabilityFilter(Naive):
     idea: drop the least reliable share of weak labels (low teacher confidence, or disagreement across K teachers)
     paper: Guo & Yang 2024, "Improving Weak-to-Strong Generalization with Reliability-Aware Alignment" (arXiv 2406.19032)
 
-    Label stage (bench/label_stage.py): each half-B pair gets an unreliability score, and the
+    Label stage (bench/stages/label_stage.py): each half-B pair gets an unreliability score, and the
     floor(share * n) pairs with the highest are dropped (ties: the earlier pair first); the student
     trains on the others with the cell's teacher's labels q_i and naive's loss.
 

@@ -5,7 +5,7 @@ import dataclasses
 
 from pydantic import Field
 
-from bench.train import pair_rewards, validation_metrics
+from bench.stages.train import pair_rewards, validation_metrics
 from methods.api import (
     MethodParams,
     load_trainable_state,
@@ -32,7 +32,7 @@ class S2S(Naive):
     model's soft predictions on the train (and validation) split as labels and trains a new strong model
     from the pretrained weights with the same settings and loss (``transfer=True``); off (0) by default
     there, 2 in its sweeps. Here the pairs relabelled are those the method trains on, half B; with early
-    stopping (bench.specs.EarlyStopping), each round holds out its share of them, labelled like the rest,
+    stopping (bench.core.specs.EarlyStopping), each round holds out its share of them, labelled like the rest,
     i.e. by the previous round's student, as the reference labels its validation split.
 
     Why it may help: a strong student cannot fit the teacher's errors that its features do not support,

@@ -14,7 +14,7 @@ class TeacherEnsemble(Naive):
     paper: none (the weak-ensemble baseline; RAVEN, Jeon et al. 2025, arXiv 2510.21332, compares against one)
     aliases: ensemble
 
-    Label stage (bench/label_stage.py): teachers k = 0 .. K-1, each trained on half A with gold
+    Label stage (bench/stages/label_stage.py): teachers k = 0 .. K-1, each trained on half A with gold
     labels like the cell's teacher but with seeds of its own (k = 0 is the cell's teacher, reused from
     the cache; the others are teacher-stage entries of their own, keyed by their member index, so every
     method and rerun that asks for them reuses them). On half-B pair i,

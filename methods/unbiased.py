@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, Field
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from methods.api import LabelInputs, Labels, MethodParams, Step
 from methods.naive import Naive
 
@@ -21,7 +21,7 @@ class Unbiased(Naive):
 
     rDPO treats each preference label as the true one flipped with a known probability eps and corrects
     the log-sigmoid loss for it. Here the noisy labels are the teacher's hard labels y_i = 1[q_i > 1/2]
-    (1/2 on a tie) and eps is the teacher's error rate, so the label stage (bench/label_stage.py) gives
+    (1/2 on a tie) and eps is the teacher's error rate, so the label stage (bench/stages/label_stage.py) gives
     the student y_i and finds eps once per cell. With d = r_a - r_b and
     l(d, y) = -[y log sigmoid(d) + (1 - y) log sigmoid(-d)]:
 

@@ -5,9 +5,9 @@ import dataclasses
 
 from pydantic import Field
 
-from bench.data import sub_seed
-from bench.errors import BenchError
-from bench.train import TrainingLoop
+from bench.core.data import sub_seed
+from bench.core.errors import BenchError
+from bench.stages.train import TrainingLoop
 from methods.api import MethodParams, load_trainable_state, trainable_state
 from methods.naive import Naive
 
@@ -47,7 +47,7 @@ class Warm(Naive):
     def fit(self, student, examples, cfg, train):
         if not isinstance(train, TrainingLoop):
             raise BenchError(f"warm sets each member's data order through the training loop's seed, so it needs a "
-                             f"bench.train.TrainingLoop as train, not {type(train).__name__} (bench.train.train_student "
+                             f"bench.stages.train.TrainingLoop as train, not {type(train).__name__} (bench.stages.train.train_student "
                              "passes one)")
         start = trainable_state(student)
         total, logs = {}, []

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from pydantic import BaseModel, Field
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from methods.api import MethodParams, Step
 from methods.naive import Naive
 

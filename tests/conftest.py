@@ -13,7 +13,7 @@ os.environ.setdefault("SHIFTBENCH_JOBS", "1")
 @pytest.fixture(scope="session")
 def small_protocol():
     """mini, shrunk: one category with two domains, a few dozen pairs each."""
-    from bench.protocols import PROTOCOLS
+    from bench.core.protocols import PROTOCOLS
 
     return dataclasses.replace(PROTOCOLS.get("mini"), name="mini-test",
                                categories=(("helpful", ("mini/recipes", "mini/travel")),),
@@ -29,7 +29,7 @@ def bon_protocol(small_protocol):
 @pytest.fixture(scope="session")
 def small_models():
     """The tiny pair with a 2-layer student and few steps, so an end-to-end run takes seconds."""
-    from bench.protocols import MODEL_PAIRS
+    from bench.core.protocols import MODEL_PAIRS
 
     tiny = MODEL_PAIRS.get("tiny")
     return dataclasses.replace(
@@ -42,7 +42,7 @@ def small_models():
 
 @pytest.fixture(scope="session")
 def strong_spec():
-    from bench.protocols import MODEL_PAIRS
+    from bench.core.protocols import MODEL_PAIRS
 
     return MODEL_PAIRS.get("tiny").strong
 
@@ -51,7 +51,7 @@ def strong_spec():
 def registered_small(small_protocol, small_models):
     """The small protocol and model pair registered by name (as ``mini-cli`` / ``tiny-cli``, so that tests
     of what happens to an unregistered ``mini-test`` are not affected), so `bench` commands can run them."""
-    from bench.protocols import MODEL_PAIRS, PROTOCOLS
+    from bench.core.protocols import MODEL_PAIRS, PROTOCOLS
 
     protocol = dataclasses.replace(small_protocol, name="mini-cli")
     models = dataclasses.replace(small_models, name="tiny-cli")
@@ -85,7 +85,7 @@ def specs(tmp_path_factory):
     """{family: ModelSpec} of a tiny random decoder of each family (qwen, llama), saved to a folder."""
     from decoder_fixtures import FAMILIES, save_tiny_decoder
 
-    from bench.specs import ModelSpec
+    from bench.core.specs import ModelSpec
 
     out = {}
     for family in FAMILIES:
@@ -98,7 +98,7 @@ def specs(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tokenizers(specs):
     """{family: the tokenizer of ``specs``'s model}."""
-    from bench.models import load_tokenizer
+    from bench.stages.models import load_tokenizer
 
     return {family: load_tokenizer(spec) for family, spec in specs.items()}
 
@@ -106,6 +106,6 @@ def tokenizers(specs):
 @pytest.fixture(scope="module")
 def models(specs):
     """{family: ``specs``'s model as a reward model, head seeded 0}."""
-    from bench.models import load_reward_model
+    from bench.stages.models import load_reward_model
 
     return {family: load_reward_model(spec, seed=0) for family, spec in specs.items()}

@@ -16,10 +16,10 @@ def step_of(r_a, r_b, q, index=0, total=1, grad=False, dtype=torch.float32) -> S
 def train_examples(spec, n: int, targets, max_length: int = 64) -> list:
     """``n`` train pairs of mini/recipes encoded for model ``spec`` (chosen as a, rejected as b), pair i
     with soft label ``targets[i % len(targets)]``."""
-    from bench.data import load_pairs
-    from bench.models import formatter_for, load_tokenizer
-    from bench.protocols import DATASETS
-    from bench.train import TrainExample
+    from bench.core.data import load_pairs
+    from bench.core.protocols import DATASETS
+    from bench.stages.models import formatter_for, load_tokenizer
+    from bench.stages.train import TrainExample
 
     fmt = formatter_for(spec, load_tokenizer(spec), max_length)
     pairs = load_pairs(DATASETS.get("mini/recipes"), "train", n).pairs

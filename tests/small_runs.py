@@ -33,8 +33,8 @@ _made: dict[Path, SmallRuns] = {}
 
 
 def small_runs(tmp_path_factory, protocol, models) -> SmallRuns:
-    from bench import pipeline
-    from bench.settings import RunSettings
+    from bench.core.settings import RunSettings
+    from bench.stages import pipeline
     from bench.submissions.pack import submit
 
     base = tmp_path_factory.getbasetemp()
@@ -64,7 +64,7 @@ def zip_folder(folder: Path, archive: Path, extra: dict | None = None) -> Path:
 def hostile_root(runs: SmallRuns, dest: Path) -> Path:
     """The submissions plus ``hostile``, a copy of naive whose method name and submitter are markup
     (checksums updated, so only the text check refuses it): it must be shown as text everywhere."""
-    from bench.io import sha256_file
+    from bench.core.io import sha256_file
 
     root = runs.copy_submissions(dest)
     folder = root / "mini-test" / "tiny-test" / "hostile"
@@ -89,7 +89,7 @@ def edit_json(path: Path, change) -> None:
 
 def reseal(folder: Path) -> None:
     """Update every checksum after an edit, as a careful forger would: only the recomputation is left."""
-    from bench.io import sha256_file
+    from bench.core.io import sha256_file
     from bench.submissions.limits import SUBMISSION_FILE, cell_folder
 
     meta = json.loads((folder / SUBMISSION_FILE).read_text())

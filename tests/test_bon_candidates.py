@@ -1,4 +1,4 @@
-"""Best-of-N candidate sets: mini's generated sets, and scoring sets beside their eval pairs (bench.candidates)."""
+"""Best-of-N candidate sets: mini's generated sets, and scoring sets beside their eval pairs (bench.core.candidates)."""
 import hashlib
 import json
 
@@ -7,11 +7,11 @@ from test_mini_suite import (
     _has_cue,  # a response carries a cue: the mini suite's own test of it
 )
 
-from bench.candidates import CandidateSet, check_against_pairs
-from bench.data import load_pairs
-from bench.metrics import bon_accuracy
-from bench.protocols import DATASETS, PROTOCOLS
-from bench.scorers import score_candidate_sets
+from bench.core.candidates import CandidateSet, check_against_pairs
+from bench.core.data import load_pairs
+from bench.core.metrics import bon_accuracy
+from bench.core.protocols import DATASETS, PROTOCOLS
+from bench.stages.scorers import score_candidate_sets
 from bench.suites.mini import HelpfulBank, _holdout, domains, generate, sibling_cues
 from bench.suites.mini.candidates import SIZES, candidate_sets, load_candidates
 
@@ -126,7 +126,7 @@ def test_a_cue_only_judge_wins_in_distribution_and_is_at_chance_out_of_it():
             assert abs(bon - expected) < 6.0, (source.name, target.name, bon)
 
 
-# --- scoring candidate sets beside their pairs (bench.candidates) --------------------------------------------
+# --- scoring candidate sets beside their pairs (bench.core.candidates) --------------------------------------------
 
 class _Echo:
     """A formatter whose encoded sequence is the response text itself."""
@@ -198,8 +198,8 @@ def test_candidate_set_checks_its_shape():
 def test_candidate_scores_of_a_real_model_match_scoring_each_candidate(small_models, small_protocol):
     """With the test pair's student (MiniLM cut to 2 layers): the pair's scores reused for candidates 0 and 1
     and one pass for the rest give every candidate the score it gets scored alone (to float rounding)."""
-    from bench.models import formatter_for, load_reward_model, load_tokenizer
-    from bench.scorers import score_eval_sets, score_with_model
+    from bench.stages.models import formatter_for, load_reward_model, load_tokenizer
+    from bench.stages.scorers import score_eval_sets, score_with_model
 
     spec = small_models.strong
     model, fmt = load_reward_model(spec, seed=0), formatter_for(spec, load_tokenizer(spec), small_protocol.max_length)

@@ -10,11 +10,10 @@ from pathlib import Path
 import pytest
 from small_runs import edit_json, first_cell
 
-from bench import pipeline
-from bench.errors import BenchError
-from bench.io import read_csv_gz, sha256_file
-from bench.metrics import bon_accuracy, bon_cell_metrics
-from bench.results import (
+from bench.core.errors import BenchError
+from bench.core.io import read_csv_gz, sha256_file
+from bench.core.metrics import bon_accuracy, bon_cell_metrics
+from bench.core.results import (
     CANDIDATES_FILE,
     RESULT_FILE,
     SCORES_FILE,
@@ -22,7 +21,8 @@ from bench.results import (
     read_cell_files,
     recompute_folder,
 )
-from bench.settings import RunSettings
+from bench.core.settings import RunSettings
+from bench.stages import pipeline
 from bench.submissions import SUBMISSION_FILE, cell_folder, submit, validate_submission
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,12 +95,12 @@ def test_the_teacher_scores_candidates_once_and_every_method_reuses_them(bon):
 def test_candidate_scores_do_not_depend_on_the_scoring_batch_size(bon_protocol, small_models):
     """Both models of the pair, batch sizes 1, 5 and 64: every candidate's score agrees to float32 rounding
     (a batch's padded length changes the order of sums, as for pairs), and every set's credit is the same."""
-    from bench.candidates import load_candidate_sets
-    from bench.data import load_pairs
-    from bench.metrics import bon_credit
-    from bench.models import formatter_for, load_reward_model, load_tokenizer
-    from bench.protocols import DATASETS
-    from bench.scorers import score_candidate_sets, score_eval_sets
+    from bench.core.candidates import load_candidate_sets
+    from bench.core.data import load_pairs
+    from bench.core.metrics import bon_credit
+    from bench.core.protocols import DATASETS
+    from bench.stages.models import formatter_for, load_reward_model, load_tokenizer
+    from bench.stages.scorers import score_candidate_sets, score_eval_sets
 
     name = bon_protocol.datasets[0]
     evals = {name: load_pairs(DATASETS.get(name), "test", 12).pairs}
@@ -124,9 +124,9 @@ def test_evaluate_scores_an_external_students_candidates_too(bon, bon_protocol, 
     candidate against the cell's cached teacher, and its BoN numbers recompute as a harness cell's."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from bench.evaluate import evaluate
-    from bench.labels import export_labels
-    from bench.models import resolve_path
+    from bench.stages.evaluate import evaluate
+    from bench.stages.labels import export_labels
+    from bench.stages.models import resolve_path
     source = bon_protocol.datasets[0]
     cell = RunSettings(bon_protocol, small_models, "byo-bon", sources=[source], seeds=[0], out=tmp_path / "labels",
                        cache_dir=bon["cache"])
@@ -144,7 +144,7 @@ def test_evaluate_scores_an_external_students_candidates_too(bon, bon_protocol, 
 
 
 def test_run_summary_and_report_show_bon_columns_after_nts(bon, runs):
-    from bench.report import cell_table, method_table
+    from bench.core.report import cell_table, method_table
 
     table = cell_table(bon["cells"]["naive"])
     header = table.splitlines()[0]
@@ -157,7 +157,7 @@ def test_run_summary_and_report_show_bon_columns_after_nts(bon, runs):
 
 
 def test_compare_on_bon_nts_is_the_paired_machinery_on_per_set_credits(bon):
-    from bench.compare import board_for, comparison_table, decision_table
+    from bench.core.compare import board_for, comparison_table, decision_table
 
     board, names = board_for(bon["results"], ["ceiling", "naive"], metric="bon-nts")
     assert names == ["ceiling", "naive"]
@@ -184,14 +184,14 @@ def test_the_commands_show_bon(bon, capsys):
 
 
 def test_compare_on_bon_nts_refuses_cells_without_candidate_sets(runs):
-    from bench.compare import board_for
+    from bench.core.compare import board_for
 
     with pytest.raises(BenchError, match="--metric bon-nts: .*no best-of-N candidate scores"):
         board_for(runs.results, ["ceiling", "naive"], metric="bon-nts")
 
 
 def test_a_protocol_without_candidates_keeps_its_hash_and_writes_no_candidates(runs, small_protocol):
-    from bench.protocols import PROTOCOLS, protocol_hash
+    from bench.core.protocols import PROTOCOLS, protocol_hash
 
     mini = PROTOCOLS.get("mini")
     committed = json.loads((REPO / "submissions" / "mini" / "tiny" / "naive" / SUBMISSION_FILE).read_text())
@@ -209,7 +209,7 @@ def test_a_protocol_without_candidates_keeps_its_hash_and_writes_no_candidates(r
 
 
 def test_a_candidate_set_size_is_checked():
-    from bench.protocols import PROTOCOLS
+    from bench.core.protocols import PROTOCOLS
 
     for bad in (1, 0, 2.5, True, "4"):
         with pytest.raises(BenchError, match="candidates=.* is not a candidate-set size"):
@@ -218,8 +218,8 @@ def test_a_candidate_set_size_is_checked():
 
 def test_a_dataset_without_candidate_sets_is_refused_before_any_work(tmp_path, bon_protocol, small_models,
                                                                       monkeypatch):
-    from bench import candidates
-    from bench.protocols import DATASETS
+    from bench.core import candidates
+    from bench.core.protocols import DATASETS
 
     with pytest.raises(BenchError, match="dataset w2s/helpsteer3 has no best-of-N candidate sets"):
         candidates.load_candidate_sets(DATASETS.get("w2s/helpsteer3"), [], 4)
@@ -343,7 +343,7 @@ def test_validate_reads_no_more_candidate_rows_than_declared(bon, tmp_path):
 
 
 def test_protocol_card_documents_the_candidate_sets(bon_protocol):
-    from bench.card import protocol_card
+    from bench.core.card import protocol_card
 
     card = protocol_card(bon_protocol)
     assert "## Best-of-N candidate sets" in card and "- **Candidates per set (N):** 4" in card

@@ -20,8 +20,8 @@ import pytest
 from small_runs import edit_json, first_cell, reseal
 
 from bench.cli import main
-from bench.io import sha256_file
-from bench.results import EXTERNAL_NOTE, load_cell
+from bench.core.io import sha256_file
+from bench.core.results import EXTERNAL_NOTE, load_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "bring-your-own-student.md"
@@ -121,10 +121,10 @@ def test_the_walk_of_the_doc_runs_every_step(walk):
 def test_labels_are_the_data_the_harness_student_learns_from(walk):
     from datasets import load_dataset, load_from_disk
 
-    from bench.formatting import formatter_for
-    from bench.label_digest import label_digest
-    from bench.labels import read_rows
-    from bench.models import load_tokenizer
+    from bench.core.formatting import formatter_for
+    from bench.core.label_digest import label_digest
+    from bench.stages.labels import read_rows
+    from bench.stages.models import load_tokenizer
 
     strong = formatter_for(walk.models.strong, load_tokenizer(walk.models.strong), walk.protocol.max_length)
     for seed, source in walk.cells():
@@ -149,7 +149,7 @@ def test_labels_are_the_data_the_harness_student_learns_from(walk):
 
 
 def test_evaluate_writes_external_cells_that_recompute(walk, monkeypatch):
-    from bench.results import recompute_folder
+    from bench.core.results import recompute_folder
 
     for seed, source in walk.cells():
         folder = walk.results(STUDENT) / f"seed{seed}" / source.replace("/", "__")
@@ -212,9 +212,9 @@ def test_export_loads_with_datasets_and_the_card_recomputes_the_summary(walk, mo
 
 
 def test_the_label_digest_changes_with_every_field_and_the_order_of_the_rows():
-    from bench.errors import BenchError
-    from bench.hubcard import hub_license
-    from bench.label_digest import label_digest
+    from bench.core.errors import BenchError
+    from bench.core.hubcard import hub_license
+    from bench.core.label_digest import label_digest
 
     rows = [{"pair_id": f"p{i}", "prompt": [{"role": "user", "content": f"question {i}"}],
              "chosen": [{"role": "assistant", "content": f"good {i}"}],
@@ -232,7 +232,7 @@ def test_the_label_digest_changes_with_every_field_and_the_order_of_the_rows():
 
 
 def test_submit_names_bench_evaluate_for_missing_external_cells(walk, tmp_path):
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
     from bench.submissions import submit
 
     results = tmp_path / "results"
@@ -357,7 +357,7 @@ def _bigger_vocabulary(folder, model, tokenizer):
 def _deeper(folder, model, tokenizer):
     from transformers import AutoModelForSequenceClassification
 
-    from bench.models import resolve_path
+    from bench.stages.models import resolve_path
 
     deeper = AutoModelForSequenceClassification.from_pretrained(resolve_path(_pair_strong()), num_labels=1,
                                                                 num_hidden_layers=3)
@@ -365,7 +365,7 @@ def _deeper(folder, model, tokenizer):
 
 
 def _pair_strong():
-    from bench.protocols import MODEL_PAIRS
+    from bench.core.protocols import MODEL_PAIRS
 
     return MODEL_PAIRS.get("tiny-cli").strong
 
@@ -386,16 +386,16 @@ def test_bad_checkpoints_are_refused_before_any_teacher_or_score(walk, trained, 
 
 
 def test_a_backbone_without_a_head_is_refused(walk, tmp_path):
-    from bench.models import resolve_path
+    from bench.stages.models import resolve_path
 
     code, _, err = _evaluate(walk, tmp_path, resolve_path(_pair_strong()))
     assert code == 2 and "is a BertModel: a backbone without a reward head" in err
 
 
 def test_a_pair_that_reads_rewards_elsewhere_is_refused(walk, tmp_path):
-    from bench.errors import BenchError
-    from bench.evaluate import evaluate
-    from bench.settings import RunSettings
+    from bench.core.errors import BenchError
+    from bench.core.settings import RunSettings
+    from bench.stages.evaluate import evaluate
 
     seed, source = walk.cells()[0]
     models = dataclasses.replace(walk.models, name="tiny-cli-mean", strong=dataclasses.replace(
@@ -435,10 +435,10 @@ def test_a_decoder_tokenizer_without_a_chat_template_is_refused(tmp_path, small_
     from decoder_fixtures import save_tiny_decoder
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from bench.errors import BenchError
-    from bench.evaluate import evaluate
-    from bench.settings import RunSettings
-    from bench.specs import ModelPairSpec, ModelSpec, TrainConfig
+    from bench.core.errors import BenchError
+    from bench.core.settings import RunSettings
+    from bench.core.specs import ModelPairSpec, ModelSpec, TrainConfig
+    from bench.stages.evaluate import evaluate
 
     base = tmp_path / "qwen"
     save_tiny_decoder(base, "qwen")
@@ -462,7 +462,7 @@ def test_a_peft_adapter_on_the_pairs_strong_model(walk, tmp_path):
     from peft import LoraConfig, TaskType, get_peft_model
     from transformers import AutoModelForSequenceClassification
 
-    from bench.models import resolve_path
+    from bench.stages.models import resolve_path
 
     base = AutoModelForSequenceClassification.from_pretrained(resolve_path(_pair_strong()), num_labels=1,
                                                               num_hidden_layers=2)

@@ -1,7 +1,7 @@
 import gzip
 
-from bench.cache import Cache
-from bench.io import atomic_write_json, csv_gz_bytes, read_csv_gz
+from bench.core.cache import Cache
+from bench.core.io import atomic_write_json, csv_gz_bytes, read_csv_gz
 
 
 def _write(folder):

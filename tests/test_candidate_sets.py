@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.candidates import CandidateSet
+from bench.core.candidates import CandidateSet
 from bench.datasets.candidate_sets import (
     group_by_context,
     normalize_helpsteer3,

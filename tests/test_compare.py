@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.compare import board_for, decision_table
+from bench.core.compare import board_for, decision_table
 
 SUBMISSIONS = Path(__file__).resolve().parents[1] / "submissions" / "mini" / "tiny"
 pytestmark = pytest.mark.skipif(not SUBMISSIONS.is_dir(), reason="the reference submissions are not in this checkout")
@@ -53,7 +53,7 @@ def synthetic_cells(method: str, teacher_flip: int | None = None, seeds=(0, 1), 
     """One source of a made-up protocol per seed: 8 ID and 8 OOD pairs, the teacher right on the first half."""
     import numpy as np
 
-    from bench.cells import Cell, EvalSet
+    from bench.core.cells import Cell, EvalSet
 
     cells = []
     for seed in seeds:
@@ -68,8 +68,8 @@ def synthetic_cells(method: str, teacher_flip: int | None = None, seeds=(0, 1), 
 
 
 def test_compare_across_model_pairs_needs_one_protocol_one_set_of_cells_and_one_teacher(monkeypatch):
-    import bench.compare as compare
-    from bench.errors import BenchError
+    import bench.core.compare as compare
+    from bench.core.errors import BenchError
 
     groups = {("x", "tiny"): synthetic_cells("naive"), ("x", "tiny+early-stop"): synthetic_cells("naive"),
               ("x", "other-teacher"): synthetic_cells("naive", teacher_flip=5),
@@ -140,11 +140,11 @@ def test_the_extra_seeds_recompute_and_join_the_reference_seeds(capsys):
 
 def test_a_method_is_found_by_its_registered_name_never_by_parsing_its_slug():
     """A plugin method whose name holds '_' (its slug my_method_alpha=1) is found by that name, and a
-    name that is only a slug's prefix finds nothing: cells carry the method's name (bench.cells.Cell.name)."""
+    name that is only a slug's prefix finds nothing: cells carry the method's name (bench.core.cells.Cell.name)."""
     import dataclasses
 
-    from bench.compare import holds, resolve
-    from bench.errors import BenchError
+    from bench.core.compare import holds, resolve
+    from bench.core.errors import BenchError
 
     mine = [dataclasses.replace(c, method="my_method_alpha=1", name="my_method") for c in synthetic_cells("naive")]
     other = [dataclasses.replace(c, method="my_alpha=2", name="my") for c in synthetic_cells("naive")]

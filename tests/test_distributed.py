@@ -25,8 +25,8 @@ import torch
 LAUNCHER = """
 import pickle, sys
 from pathlib import Path
-from bench import pipeline
-from bench.settings import RunSettings
+from bench.stages import pipeline
+from bench.core.settings import RunSettings
 protocol, models, method, sources, out, cache = pickle.loads(Path(sys.argv[1]).read_bytes())
 pipeline.run(RunSettings(protocol, models, method, {}, sources, [0], out, cache))
 """
@@ -41,8 +41,8 @@ def read_cell(out: Path) -> tuple[dict, list[dict]]:
 
 @pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not available")
 def test_two_processes_give_the_metrics_of_one(tmp_path, small_protocol, small_models):
-    from bench import pipeline
-    from bench.settings import RunSettings
+    from bench.core.settings import RunSettings
+    from bench.stages import pipeline
 
     models = dataclasses.replace(small_models,
                                  teacher_train=dataclasses.replace(small_models.teacher_train, batch_size=23),

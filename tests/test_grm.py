@@ -15,14 +15,14 @@ from decoder_fixtures import FAMILIES
 from test_pair_rows import _pairs
 
 import methods.grm as grm
-from bench import pipeline
-from bench.batches import collate, reward_forward
-from bench.errors import BadParamsError, BenchError
-from bench.formatting import formatter_for
-from bench.models import load_reward_model
-from bench.pair_rows import collate_pairs, shared_prefix
-from bench.settings import RunSettings
-from bench.specs import ModelPairSpec, TrainConfig, frozen_map
+from bench.core.errors import BadParamsError, BenchError
+from bench.core.formatting import formatter_for
+from bench.core.settings import RunSettings
+from bench.core.specs import ModelPairSpec, TrainConfig, frozen_map
+from bench.stages import pipeline
+from bench.stages.batches import collate, reward_forward
+from bench.stages.models import load_reward_model
+from bench.stages.pair_rows import collate_pairs, shared_prefix
 from methods import make_method
 from methods.api import Step, soft_bt_loss
 
@@ -212,7 +212,7 @@ def test_end_to_end_on_a_tiny_decoder_pair(specs, small_protocol, tmp_path):
 def test_an_untied_head_is_read_from_sharded_checkpoints_and_its_absence_is_clear(specs, tmp_path):
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
-    from bench.models import pretrained_lm_head
+    from bench.stages.models import pretrained_lm_head
 
     causal = AutoModelForCausalLM.from_pretrained(specs["qwen"].path)
     for name, save in (("sharded", lambda d: causal.save_pretrained(d, max_shard_size="20KB")),

@@ -1,4 +1,4 @@
-"""The label stage (bench/label_stage.py) and the label-side methods: each method's label rule against a
+"""The label stage (bench/stages/label_stage.py) and the label-side methods: each method's label rule against a
 hand computation on tiny inputs, raven's combined loss and weight update, the features the probes read,
 the stage's cache (reused, recomputed when a param changes), and every label-side method end to end."""
 import math
@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from bench import pipeline
-from bench.data import OrderedPair, Pair
-from bench.errors import BenchError
-from bench.label_stage import checked
-from bench.results import RESULT_FILE, recompute_folder
-from bench.settings import RunSettings
+from bench.core.data import OrderedPair, Pair
+from bench.core.errors import BenchError
+from bench.core.results import RESULT_FILE, recompute_folder
+from bench.core.settings import RunSettings
+from bench.stages import pipeline
+from bench.stages.label_stage import checked
 from methods import make_method
 from methods.api import (
     LabelInputs,
@@ -218,9 +218,9 @@ def test_raven_without_teacher_labels_says_how_to_run_it():
 
 # --- the features the probes read --------------------------------------------------------------------------
 def _check_features_are_what_the_head_reads(model, fmt):
-    from bench.anatomy import head_of, inner_model
-    from bench.batches import score
-    from bench.label_stage import head_input_differences
+    from bench.core.anatomy import head_of, inner_model
+    from bench.stages.batches import score
+    from bench.stages.label_stage import head_input_differences
 
     prompt = (("user", "how do I boil an egg?"),)
     texts = [("Simmer it for nine minutes.", "Microwave it."), ("Shake it.", "Start in cold water, then simmer."),
@@ -237,8 +237,8 @@ def _check_features_are_what_the_head_reads(model, fmt):
 def test_features_are_what_the_encoder_head_reads(strong_spec):
     import dataclasses
 
-    from bench.formatting import formatter_for
-    from bench.models import load_reward_model, load_tokenizer
+    from bench.core.formatting import formatter_for
+    from bench.stages.models import load_reward_model, load_tokenizer
 
     spec = dataclasses.replace(strong_spec, num_layers=1)
     _check_features_are_what_the_head_reads(load_reward_model(spec, seed=0), formatter_for(spec, load_tokenizer(spec), 48))
@@ -249,9 +249,9 @@ def test_features_are_what_the_encoder_head_reads(strong_spec):
 def test_features_are_what_the_decoder_head_reads_on_pair_rows(tmp_path):
     from decoder_fixtures import save_tiny_decoder
 
-    from bench.formatting import formatter_for
-    from bench.models import load_reward_model, load_tokenizer
-    from bench.specs import ModelSpec
+    from bench.core.formatting import formatter_for
+    from bench.core.specs import ModelSpec
+    from bench.stages.models import load_reward_model, load_tokenizer
 
     save_tiny_decoder(tmp_path, "qwen")
     spec = ModelSpec(name="tiny-qwen", path=str(tmp_path), architecture="decoder")
@@ -337,7 +337,7 @@ def test_unbiased_relabels_with_the_teachers_hard_labels_and_its_held_out_error(
 
 
 def test_the_held_out_teachers_split_keeps_every_group_on_one_side():
-    from bench.teacher import split_half_a
+    from bench.stages.teacher import split_half_a
 
     half_a = [Pair(f"p{i}", (("user", f"q{i % 7}"),), "good", "bad", group=f"topic{i % 5}") for i in range(40)]
     train, held = split_half_a(half_a, 0.2, seed=3)

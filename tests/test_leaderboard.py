@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from small_runs import HOSTILE, flip_one_student_pair, hostile_root, zip_folder
 
-from bench.report import TEACHER
+from bench.core.report import TEACHER
 from leaderboard import cache, core, figures, uploads
 
 REFERENCE = Path(__file__).resolve().parents[1] / "submissions"
@@ -85,9 +85,9 @@ def test_methods_are_ranked_by_nts_with_reference_rows_last(board, runs):
 
 
 def test_intervals_are_the_bootstraps(board):
-    """AOG's and WRG's 95% intervals on the board are bench.stats' (the ones bench report and the
+    """AOG's and WRG's 95% intervals on the board are bench.core.stats' (the ones bench report and the
     submission record), not recomputed another way."""
-    from bench.stats import Board as Bootstrap
+    from bench.core.stats import Board as Bootstrap
 
     table = core.ranking(board).set_index("submission")
     valid = [v for v in board.entries if v.ok]
@@ -386,7 +386,7 @@ def test_the_cache_key_holds_every_module_validation_runs():
     import ast
 
     listed, root = set(cache.VALIDATION_CODE), Path(cache.__file__).resolve().parents[1]
-    for module in listed - {"bench.protocols", "leaderboard.cache"}:   # the protocols are keyed by their hashes
+    for module in listed - {"bench.core.protocols", "leaderboard.cache"}:   # the protocols are keyed by their hashes
         tree = ast.parse((root / Path(*module.split("."))).with_suffix(".py").read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench"):
@@ -507,7 +507,7 @@ def test_malformed_zips_are_rejected_naming_the_file(runs, board, tmp_path):
 
 def test_bench_leaderboard_markdown_and_html(runs, tmp_path, monkeypatch, capsys):
     from bench.cli import main
-    from bench.protocols import MODEL_PAIRS, PROTOCOLS
+    from bench.core.protocols import MODEL_PAIRS, PROTOCOLS
 
     monkeypatch.setenv("SHIFTBENCH_CACHE", str(tmp_path / "cache"))
     for registry, specs in ((PROTOCOLS, runs.protocols), (MODEL_PAIRS, runs.model_pairs)):
@@ -529,8 +529,8 @@ def test_bench_leaderboard_markdown_and_html(runs, tmp_path, monkeypatch, capsys
 
 # --- what is decided, and what was run ---------------------------------------------------------------------------
 def test_the_verdict_reads_the_harness_rule(reference):
-    """The verdict line is bench.compare.decision_table's "decided" in words: no rule of its own."""
-    from bench.compare import board_for, decision_table
+    """The verdict line is bench.core.compare.decision_table's "decided" in words: no rule of its own."""
+    from bench.core.compare import board_for, decision_table
 
     table = mini_tiny(reference)
     found = core.verdict(reference, table)
@@ -601,20 +601,20 @@ def test_filters_and_csv_names_follow_the_group(reference):
 
 
 def test_intervals_have_one_format():
-    """bench.compare.interval_text is the board's interval too, in bench.report.fmt's format: never -0.0."""
-    from bench.compare import interval_text
+    """bench.core.compare.interval_text is the board's interval too, in bench.core.report.fmt's format: never -0.0."""
+    from bench.core.compare import interval_text
 
     assert interval_text(-0.04, 1.26) == "[+0.0, +1.3]" and interval_text(-1.25, -0.04) == "[-1.2, +0.0]"
     assert interval_text(math.nan, 1.0) == ""
 
 
 def test_a_bootstrap_board_is_freed_with_its_last_reference(reference):
-    """bench.stats.Board keeps its query results on itself: a cache on the class kept every board (and
+    """bench.core.stats.Board keeps its query results on itself: a cache on the class kept every board (and
     its resample arrays, tens of MB on mini) alive, so a server that builds one per upload grew by GBs."""
     import gc
     import weakref
 
-    from bench.stats import Board as Bootstrap
+    from bench.core.stats import Board as Bootstrap
 
     boot = Bootstrap([c for v in reference.in_group("mini+cap-train800-test200", "smol") for c in v.pairs], n_boot=50)
     assert len(boot.methods) == 2
@@ -659,7 +659,7 @@ def test_an_upload_of_another_group_is_previewed_as_that_group(runs, board, tmp_
 
 
 def test_about_cites_from_citation_cff(monkeypatch):
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
     from leaderboard import cards
 
     monkeypatch.delenv(cards.REPOSITORY_ENV, raising=False)

@@ -29,7 +29,7 @@ from small_runs import (
 )
 from test_leaderboard import NUMBER, REFERENCE, corrupt_zip, finder_zip
 
-from bench.report import TEACHER
+from bench.core.report import TEACHER
 from leaderboard import core
 
 GROUP = ("mini-test", "tiny-test")   # the board's default: the group with the most submissions

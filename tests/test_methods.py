@@ -8,7 +8,7 @@ import torch
 from helpers import step_of
 from torch import nn
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from methods import (
     METHODS,
     get_method_class,
@@ -158,7 +158,7 @@ def test_l2_sp_gradient_pulls_towards_the_start():
 
 
 def test_lp_ft_trains_the_head_alone_then_everything_the_pair_trains():
-    from bench.specs import TrainConfig
+    from bench.core.specs import TrainConfig
 
     model, method = Toy(), make_method("lp-ft", {"lp_epochs": 3, "lp_lr": 0.5})
     model.body.weight.requires_grad_(True)
@@ -181,7 +181,7 @@ def test_lp_ft_trains_the_head_alone_then_everything_the_pair_trains():
 
 # --- anchor-mid ------------------------------------------------------------------------------------
 def test_anchor_mid_defaults_to_the_mid_layers_and_takes_the_pair_defaults():
-    from bench.protocols import MODEL_PAIRS
+    from bench.core.protocols import MODEL_PAIRS
 
     tiny = MODEL_PAIRS.get("tiny")
     method = make_method("anchor-mid", {}, tiny.defaults_for("anchor-mid"))

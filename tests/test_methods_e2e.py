@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import pipeline
 from bench.cli import main
-from bench.errors import BenchError
-from bench.metrics import accuracy
-from bench.results import RESULT_FILE, find_cells, recompute_folder
-from bench.settings import RunSettings
+from bench.core.errors import BenchError
+from bench.core.metrics import accuracy
+from bench.core.results import RESULT_FILE, find_cells, recompute_folder
+from bench.core.settings import RunSettings
+from bench.stages import pipeline
 from methods import METHODS
 
 PLUGIN = Path(__file__).parent / "plugins" / "shiftbench-example"
@@ -40,8 +40,8 @@ def test_every_builtin_method_runs_and_recomputes(name, small_protocol, small_mo
 
 
 def test_length_scores_are_response_lengths(small_protocol, small_models, tmp_path, cache):
-    from bench.data import load_pairs
-    from bench.protocols import DATASETS
+    from bench.core.data import load_pairs
+    from bench.core.protocols import DATASETS
 
     source = small_protocol.datasets[0]
     [result] = pipeline.run(RunSettings(small_protocol, small_models, "length", {}, [source], [0], tmp_path, cache))

@@ -10,7 +10,7 @@ import torch
 from helpers import step_of
 from torch import nn
 
-from bench.errors import BadParamsError, BenchError
+from bench.core.errors import BadParamsError, BenchError
 from methods import METHODS, make_method
 from methods.api import Step
 
@@ -230,7 +230,7 @@ def test_params_from_the_command_line_are_coerced():
 
 # --- probe ----------------------------------------------------------------------------------------
 def test_probe_hands_the_loop_the_head_alone_with_its_own_rate_and_epochs():
-    from bench.specs import TrainConfig
+    from bench.core.specs import TrainConfig
 
     class Toy(nn.Module):   # a backbone ("body") and a head, named as transformers names them
         base_model_prefix = "body"
@@ -250,10 +250,10 @@ def test_probe_hands_the_loop_the_head_alone_with_its_own_rate_and_epochs():
 
 def test_probe_trains_only_the_head_of_the_tiny_student(strong_spec):
     """The real loop on the tiny student, one step: the backbone's weights stay bit for bit, the head's move."""
-    from bench.formatting import formatter_for
-    from bench.models import load_reward_model, load_tokenizer
-    from bench.specs import TrainConfig
-    from bench.train import TrainExample, TrainingLoop
+    from bench.core.formatting import formatter_for
+    from bench.core.specs import TrainConfig
+    from bench.stages.models import load_reward_model, load_tokenizer
+    from bench.stages.train import TrainExample, TrainingLoop
     from methods.api import head_parameter_names
 
     spec = dataclasses.replace(strong_spec, num_layers=1)

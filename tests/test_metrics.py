@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from bench.metrics import (
+from bench.core.metrics import (
     accuracy,
     bon_accuracy,
     bon_cell_metrics,

@@ -1,7 +1,7 @@
 import random
 
-from bench.data import load_pairs
-from bench.protocols import DATASETS, PROTOCOLS
+from bench.core.data import load_pairs
+from bench.core.protocols import DATASETS, PROTOCOLS
 from bench.suites.mini import _ELABORATIONS, CUES, domains, generate
 
 

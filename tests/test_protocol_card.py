@@ -1,15 +1,15 @@
 """The protocol cards in docs/protocols/ are the generated ones, and a card says what the protocol uses."""
 import pytest
 
-from bench.card import DOCS_DIR, protocol_card
-from bench.protocols import PROTOCOLS, protocol_hash
+from bench.core.card import DOCS_DIR, protocol_card
+from bench.core.protocols import PROTOCOLS, protocol_hash
 
 
 @pytest.mark.parametrize("name", ["mini", "w2s-shift-v1"])
 def test_committed_card_equals_the_generated_one(name):
     committed = (DOCS_DIR / f"{name}.md").read_text(encoding="utf-8")
     assert committed == protocol_card(PROTOCOLS.get(name)), \
-        f"docs/protocols/{name}.md is stale: regenerate it with `python -m bench.card`"
+        f"docs/protocols/{name}.md is stale: regenerate it with `python -m bench.core.card`"
 
 
 def test_card_of_the_real_protocol_names_what_decides_its_numbers():

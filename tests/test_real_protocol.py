@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import pipeline
 from bench.cli import main
+from bench.core.protocols import PROTOCOLS, protocol_hash
+from bench.core.results import RESULT_FILE, recompute_folder
+from bench.core.settings import RunSettings
 from bench.datasets.offline_dir import build
-from bench.protocols import PROTOCOLS, protocol_hash
-from bench.results import RESULT_FILE, recompute_folder
-from bench.settings import RunSettings
+from bench.stages import pipeline
 
 REALDATA = Path(os.environ.get("SHIFTBENCH_REALDATA", Path(__file__).resolve().parents[2] / "shared" / "realdata"))
 
@@ -36,12 +36,12 @@ def test_capped_protocol_is_named_and_hashed_apart():
 
 
 def test_cap_length_reaches_the_formatters_and_a_tiny_one_is_refused(tmp_path):
-    from bench.cache import Cache
     from bench.cli import build_parser
     from bench.commands.settings import run_settings
-    from bench.context import RunContext
-    from bench.errors import BenchError
-    from bench.pipeline import checked_method
+    from bench.core.cache import Cache
+    from bench.core.errors import BenchError
+    from bench.stages.context import RunContext
+    from bench.stages.pipeline import checked_method
 
     args = build_parser().parse_args(["run", "--method", "naive", "--protocol", "w2s-shift-v1", "--cap-length", "128"])
     settings = run_settings(args)
@@ -70,8 +70,8 @@ def test_real_hh_rows_are_in_the_data_dir_when_realdata_is_there(data_dir):
     if not REALDATA.is_dir():
         pytest.skip(f"no realdata folder at {REALDATA}")
     assert "REAL rows" in (data_dir / "README.md").read_text()
-    from bench.data import load_pairs
-    from bench.protocols import DATASETS
+    from bench.core.data import load_pairs
+    from bench.core.protocols import DATASETS
 
     spec = DATASETS.get("w2s/hh-helpful")
     train = load_pairs(spec, "train", None, data_dir).provenance

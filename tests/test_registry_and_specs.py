@@ -2,10 +2,10 @@ import dataclasses
 
 import pytest
 
-from bench.errors import UnknownNameError
-from bench.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
-from bench.registry import Registry
-from bench.specs import stable_hash
+from bench.core.errors import UnknownNameError
+from bench.core.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS, protocol_hash
+from bench.core.registry import Registry
+from bench.core.specs import stable_hash
 
 
 def test_did_you_mean_and_valid_choices():
@@ -49,7 +49,7 @@ def test_tiny_pair_weak_is_a_cut_of_strong():
 
 
 def test_stable_hash_reads_nested_specs_as_data():
-    from bench.specs import canonical_json
+    from bench.core.specs import canonical_json
 
     tiny = MODEL_PAIRS.get("tiny")
     text = canonical_json({"pair": tiny})

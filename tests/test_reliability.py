@@ -24,14 +24,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench import pipeline
-from bench.cache import MANIFEST, Cache
 from bench.cli import main
-from bench.data import sub_seed
-from bench.errors import BenchError, CellsFailedError
-from bench.io import sha256_file
-from bench.results import RESULT_FILE, SCORES_FILE, cell_dir, load_cell
-from bench.settings import RunSettings
+from bench.core.cache import MANIFEST, Cache
+from bench.core.data import sub_seed
+from bench.core.errors import BenchError, CellsFailedError
+from bench.core.io import sha256_file
+from bench.core.results import RESULT_FILE, SCORES_FILE, cell_dir, load_cell
+from bench.core.settings import RunSettings
+from bench.stages import pipeline
 
 SEED = 0
 
@@ -60,19 +60,19 @@ def baseline(tmp_path_factory, small_protocol, small_models):
 # The hook lives in this launcher only; the harness has none.
 LAUNCHER = '''
 import os, pickle, signal, sys
-from bench.protocols import MODEL_PAIRS, PROTOCOLS
+from bench.core.protocols import MODEL_PAIRS, PROTOCOLS
 protocol, models = pickle.loads(open(sys.argv[1], "rb").read())
 PROTOCOLS.register(protocol.name, protocol)
 MODEL_PAIRS.register(models.name, models)
 victim = os.environ.get("KILL_BEFORE_RESULT_OF")
 if victim:
-    import bench.results
-    write_json = bench.results.atomic_write_json
+    import bench.core.results
+    write_json = bench.core.results.atomic_write_json
     def write_or_die(path, obj):
         if path.name == "result.json" and obj.get("source") == victim:
             os.kill(os.getpid(), signal.SIGKILL)
         write_json(path, obj)
-    bench.results.atomic_write_json = write_or_die
+    bench.core.results.atomic_write_json = write_or_die
 from bench.cli import main
 sys.exit(main(sys.argv[2:]))
 '''
@@ -377,7 +377,7 @@ def test_verify_reports_a_non_finite_score(baseline, tmp_path, small_protocol, s
 
 def test_divergence_in_run_is_collected_not_raised_mid_loop(small_protocol, small_models, baseline, tmp_path, monkeypatch):
     """run() itself: the failures come out after the loop as one CellsFailedError holding the finished cells."""
-    from bench.errors import TrainingDivergedError
+    from bench.core.errors import TrainingDivergedError
 
     first, second = small_protocol.datasets
     done = next(r for r in baseline[2] if r.source == second)
@@ -422,7 +422,7 @@ def test_read_only_folder_fails_before_any_work():
     try:
         folder.chmod(0o555)
         drop = "os.setgid(65534); os.setuid(65534)" if os.geteuid() == 0 else "pass"
-        code = ("import os, sys; from pathlib import Path; from bench.preflight import preflight\n"
+        code = ("import os, sys; from pathlib import Path; from bench.stages.preflight import preflight\n"
                 f"{drop}\npreflight({{'results folder (--out)': Path(sys.argv[1])}})")
         child = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=120)
         if "PermissionError: [Errno 1] Operation not permitted" in child.stderr:
@@ -437,11 +437,11 @@ def test_read_only_folder_fails_before_any_work():
 
 
 def test_full_disk_fails_before_any_work(registered_small, tmp_path, monkeypatch, capsys):
-    import bench.preflight
+    import bench.stages.preflight
 
     protocol, models = registered_small
     no_work(monkeypatch)
-    monkeypatch.setattr(bench.preflight.shutil, "disk_usage", lambda path: SimpleNamespace(free=10 * 2**20))
+    monkeypatch.setattr(bench.stages.preflight.shutil, "disk_usage", lambda path: SimpleNamespace(free=10 * 2**20))
     argv = ["run", "--method", "naive", "--protocol", protocol.name, "--models", models.name,
             "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
     assert main(argv) == 2
@@ -484,11 +484,11 @@ def test_pair_outcomes_do_not_depend_on_the_evaluation_batch_size(small_protocol
     rounding (not bit for bit: a batch's padded length changes the order of sums), and which response
     of each pair wins, hence every accuracy, is the same. The batch size is part of every cache and cell
     key, so stored results never mix batch sizes."""
-    from bench.batches import score
-    from bench.data import load_pairs
-    from bench.metrics import accuracy
-    from bench.models import formatter_for, load_reward_model, load_tokenizer
-    from bench.protocols import DATASETS
+    from bench.core.data import load_pairs
+    from bench.core.metrics import accuracy
+    from bench.core.protocols import DATASETS
+    from bench.stages.batches import score
+    from bench.stages.models import formatter_for, load_reward_model, load_tokenizer
 
     pairs = load_pairs(DATASETS.get(small_protocol.datasets[0]), "test", 16).pairs
     for spec in (small_models.weak, small_models.strong):

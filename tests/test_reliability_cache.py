@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-import bench.context
-from bench import pipeline, teacher
-from bench.cache import MANIFEST, Cache, SharedWork
+import bench.stages.context
 from bench.cli import main
-from bench.errors import BenchError
-from bench.results import SCORES_FILE, cell_dir, load_cell
-from bench.settings import RunSettings
+from bench.core.cache import MANIFEST, Cache, SharedWork
+from bench.core.errors import BenchError
+from bench.core.results import SCORES_FILE, cell_dir, load_cell
+from bench.core.settings import RunSettings
+from bench.stages import pipeline, teacher
 
 SEED = 0
 
@@ -58,7 +58,7 @@ def no_work(monkeypatch):
 HAMMER = '''
 import sys, time
 from pathlib import Path
-from bench.cache import Cache
+from bench.core.cache import Cache
 
 cache, name = Cache(sys.argv[1]), sys.argv[2]
 key = cache.key({"shared": True})
@@ -99,7 +99,7 @@ def test_processes_storing_and_loading_one_cache_entry_do_not_race(tmp_path):
 
 LAUNCHER = '''
 import pickle, sys
-from bench.protocols import MODEL_PAIRS, PROTOCOLS
+from bench.core.protocols import MODEL_PAIRS, PROTOCOLS
 protocol, models = pickle.loads(open(sys.argv[1], "rb").read())
 PROTOCOLS.register(protocol.name, protocol)
 MODEL_PAIRS.register(models.name, models)
@@ -145,8 +145,8 @@ def test_changed_code_changes_the_keys_and_the_run_retrains(first_run, tmp_path,
     ctx = pipeline.RunContext(settings(small_protocol, small_models, out, cache), pipeline.make_method("naive"), Cache(cache))
     assert inputs["code"] == teacher.teacher_code(ctx.loaders(small_protocol.datasets[0]))
     assert inputs["platform"] == teacher.platform_version()
-    real = bench.context.code_version
-    for module in (bench.context, teacher):   # the cell's key and the teacher's
+    real = bench.stages.context.code_version
+    for module in (bench.stages.context, teacher):   # the cell's key and the teacher's
         monkeypatch.setattr(module, "code_version", lambda modules, functions=(): "edited-" + real(modules, functions))
     [after] = pipeline.run(settings(small_protocol, small_models, tmp_path / "out", tmp_path / "cache"))
     assert "[skip]" not in capsys.readouterr().err    # the finished cell is from other code: run again
@@ -158,18 +158,18 @@ def test_changed_code_changes_the_keys_and_the_run_retrains(first_run, tmp_path,
 def test_another_platform_changes_the_cell_and_teacher_keys(first_run, tmp_path, small_protocol, small_models,
                                                              monkeypatch):
     out, cache, before = first_run
-    real = bench.context.platform_version
+    real = bench.stages.context.platform_version
     ctx = pipeline.RunContext(settings(small_protocol, small_models, out, cache), pipeline.make_method("naive"),
                               Cache(cache))
     assert ctx.cell_key(small_protocol.datasets[0], SEED) == before.cell_key
-    monkeypatch.setattr(bench.context, "platform_version", lambda: {**real(), "threads": real()["threads"] + 1})
+    monkeypatch.setattr(bench.stages.context, "platform_version", lambda: {**real(), "threads": real()["threads"] + 1})
     assert ctx.cell_key(small_protocol.datasets[0], SEED) != before.cell_key
 
 
 def test_reference_states_are_recomputed_for_other_code_or_platform(tmp_path, monkeypatch):
     import torch
 
-    import bench.versions
+    import bench.core.versions
 
     shared = SharedWork(Cache(tmp_path), {"strong": "tiny"})
     computed = []
@@ -180,10 +180,10 @@ def test_reference_states_are_recomputed_for_other_code_or_platform(tmp_path, mo
 
     assert shared.tensors("anchor-reference", {"layers": [1]}, compute)[1] is False
     assert shared.tensors("anchor-reference", {"layers": [1]}, compute)[1] is True       # same code: reused
-    real = bench.versions.code_version
-    monkeypatch.setattr(bench.versions, "code_version", lambda modules, functions=(): "edited-" + real(modules, functions))
+    real = bench.core.versions.code_version
+    monkeypatch.setattr(bench.core.versions, "code_version", lambda modules, functions=(): "edited-" + real(modules, functions))
     assert shared.tensors("anchor-reference", {"layers": [1]}, compute)[1] is False      # other code: computed
-    monkeypatch.setattr(bench.versions, "platform_version", lambda: {"torch": "0.0", "device": "elsewhere"})
+    monkeypatch.setattr(bench.core.versions, "platform_version", lambda: {"torch": "0.0", "device": "elsewhere"})
     assert shared.tensors("anchor-reference", {"layers": [1]}, compute)[1] is False      # other platform: computed
     assert len(computed) == 3
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from small_runs import edit_json, first_cell, reseal, zip_folder
 
-from bench.errors import BenchError
+from bench.core.errors import BenchError
 from bench.submissions import SUBMISSION_FILE, limits, submit, validate_submission
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "datasets"
@@ -129,8 +129,8 @@ def hh_dir(tmp_path: Path) -> Path:
 
 
 def load_hh(data_dir: Path):
-    from bench.data import load_pairs
-    from bench.protocols import DATASETS
+    from bench.core.data import load_pairs
+    from bench.core.protocols import DATASETS
 
     return load_pairs(DATASETS.get("w2s/hh-helpful"), "test", None, data_dir)
 
@@ -230,7 +230,7 @@ def mode(path: Path) -> int:
 
 
 def test_the_umask_is_read_without_changing_it(umask_022):
-    from bench.io import current_umask
+    from bench.core.io import current_umask
 
     assert current_umask() == 0o022
     os.umask(0o027)
@@ -238,7 +238,7 @@ def test_the_umask_is_read_without_changing_it(umask_022):
 
 
 def test_results_files_follow_the_umask(tmp_path, umask_022):
-    from bench.io import atomic_write_bytes, atomic_write_json
+    from bench.core.io import atomic_write_bytes, atomic_write_json
 
     atomic_write_json(tmp_path / "result.json", {"a": 1})
     assert mode(tmp_path / "result.json") == 0o644
@@ -258,7 +258,7 @@ def test_a_submission_folder_follows_the_umask(runs, tmp_path, umask_022):
 def test_apply_umask_for_staging_folders(tmp_path, umask_022):
     import tempfile
 
-    from bench.io import apply_umask
+    from bench.core.io import apply_umask
 
     staging = Path(tempfile.mkdtemp(dir=tmp_path))
     assert mode(staging) == 0o700

@@ -46,10 +46,10 @@ def forge(folder: Path, edit) -> None:
     """``edit(seed, source, rows) -> rows`` on every cell's per-pair scores, then every number recomputed
     with the harness's own functions and every checksum resealed, as a careful forger would: only the
     reference teacher is left to notice."""
-    from bench.cells import load_cells
-    from bench.io import csv_gz_bytes, read_csv_gz, sha256_file
-    from bench.metrics import cell_metrics
-    from bench.results import SCORE_COLUMNS, accuracies_from_scores, read_result
+    from bench.core.cells import load_cells
+    from bench.core.io import csv_gz_bytes, read_csv_gz, sha256_file
+    from bench.core.metrics import cell_metrics
+    from bench.core.results import SCORE_COLUMNS, accuracies_from_scores, read_result
     from bench.submissions.schema import submission_intervals, submission_summary
 
     meta = json.loads((folder / SUBMISSION_FILE).read_text())
@@ -201,10 +201,10 @@ def test_the_committed_reference_teachers_are_their_submissions(tmp_path):
 # --- 11. bench submit on cells of different test splits ---------------------------------------------------
 def test_submit_refuses_cells_of_different_test_splits_naming_the_cell(runs, tmp_path):
     """One cell's scores name another test pair (its numbers recompute, so it is a finished cell): bench
-    submit ended in a raw ValueError from bench.stats.Board; now a refusal naming the cell."""
-    from bench.errors import BenchError
-    from bench.io import csv_gz_bytes, read_csv_gz, sha256_file
-    from bench.results import SCORE_COLUMNS
+    submit ended in a raw ValueError from bench.core.stats.Board; now a refusal naming the cell."""
+    from bench.core.errors import BenchError
+    from bench.core.io import csv_gz_bytes, read_csv_gz, sha256_file
+    from bench.core.results import SCORE_COLUMNS
     from bench.submissions import submit
 
     results = tmp_path / "results" / "naive"
@@ -312,7 +312,7 @@ def test_jobs_1_and_worker_processes_list_the_same_failures(broken_file, registe
 KILLED_SWAP = '''
 import os, signal, sys
 from pathlib import Path
-from bench.io import staged_folder
+from bench.core.io import staged_folder
 
 dest, when = Path(sys.argv[1]), sys.argv[2]
 rename = Path.rename
@@ -333,7 +333,7 @@ with staged_folder(dest) as staging:
 
 
 def killed_replacing(dest: Path, when: str) -> None:
-    """A process that replaces ``dest`` through bench.io.staged_folder (as bench submit, export and labels
+    """A process that replaces ``dest`` through bench.core.io.staged_folder (as bench submit, export and labels
     do with --force), SIGKILLed in the swap (``swap``) or while filling the new folder (``block``)."""
     import signal
     import subprocess
@@ -351,7 +351,7 @@ def hidden(folder: Path) -> list[str]:
 def test_a_kill_while_replacing_a_folder_loses_neither(tmp_path):
     """The old code deleted the old folder before renaming the new one in: a kill in between left
     neither. Now the old one is moved aside first, and the next replacement (or sweep) puts it back."""
-    from bench.io import staged_folder, sweep_staging
+    from bench.core.io import staged_folder, sweep_staging
 
     dest = tmp_path / "naive"
     dest.mkdir()
@@ -383,7 +383,7 @@ def test_what_killed_runs_staged_is_swept_by_the_next_submit(runs, tmp_path):
 
 
 def test_a_live_runs_staging_is_not_swept(tmp_path):
-    from bench.io import staged_folder, sweep_staging
+    from bench.core.io import staged_folder, sweep_staging
 
     dest = tmp_path / "naive"
     with staged_folder(dest) as staging:
@@ -415,7 +415,7 @@ def test_read_only_destinations_of_submit_and_export_are_clear_errors():
         locked.chmod(0o555)
         drop = "os.setgid(65534); os.setuid(65534)" if os.geteuid() == 0 else "pass"
         # what the commands import, imported before dropping (nobody may not read every installed file)
-        code = (f"import os, sys, pandas, bench.export, bench.submissions, bench.protocols\nfrom bench.cli import main\n"
+        code = (f"import os, sys, pandas, bench.commands.export, bench.submissions, bench.core.protocols\nfrom bench.cli import main\n"
                 f"{drop}\nsys.exit(main(sys.argv[1:]))")
         env = {**os.environ, "HOME": str(work), "HF_HUB_OFFLINE": "1"}
         outcomes = {}
@@ -443,8 +443,8 @@ def test_read_only_destinations_of_submit_and_export_are_clear_errors():
 # --- 10. a folder where a cell's result.json belongs -------------------------------------------------------
 def test_a_folder_where_result_json_belongs_fails_before_any_work(registered_small, tmp_path, monkeypatch, capsys):
     """It was found only when the trained cell was written, and every rerun trained it again."""
-    from bench import pipeline
     from bench.cli import main
+    from bench.stages import pipeline
 
     protocol, models = registered_small
     monkeypatch.setattr(pipeline, "run_cell", lambda *a, **k: pytest.fail("a cell started before the check"))
@@ -459,11 +459,11 @@ def test_a_folder_where_result_json_belongs_fails_before_any_work(registered_sma
 # --- 8. a disk that fills while the teacher's cache entry is written -------------------------------------------
 FULL_DISK_RUN = '''
 import dataclasses, sys
-import bench.preflight
-from bench.protocols import MODEL_PAIRS, PROTOCOLS
+import bench.stages.preflight
+from bench.core.protocols import MODEL_PAIRS, PROTOCOLS
 
 # The cache's disk has room at the start (the floor check passes) and fills while the teacher is written.
-bench.preflight.check_free_space = lambda folder, what, minimum=0: None
+bench.stages.preflight.check_free_space = lambda folder, what, minimum=0: None
 tiny = MODEL_PAIRS.get("tiny")
 PROTOCOLS.register("mini-full", dataclasses.replace(
     PROTOCOLS.get("mini"), name="mini-full", categories=(("helpful", ("mini/recipes", "mini/travel")),),
@@ -513,7 +513,7 @@ def test_a_cache_entry_a_killed_run_was_staging_is_swept_when_it_is_stored(tmp_p
     import subprocess
     import sys
 
-    from bench.cache import Cache
+    from bench.core.cache import Cache
 
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     cache, key = Cache(tmp_path), "k" * 24
@@ -528,9 +528,9 @@ def test_a_row_over_the_size_limit_is_dropped_and_counted_before_it_is_tokenized
     """A 50 MB row made a run take minutes and gigabytes: the tokenizer reads the whole text before the
     sequence is cut to the protocol's length. A row over MAX_ROW_CHARS is now dropped as it is read,
     counted in the split's provenance; the other rows keep their ids."""
-    from bench.data import load_pairs
+    from bench.core.data import load_pairs
+    from bench.core.protocols import DATASETS
     from bench.datasets import loading
-    from bench.protocols import DATASETS
 
     def row(question: str, answer: str) -> str:
         prompt = f"\n\nHuman: {question}\n\nAssistant:"
@@ -554,9 +554,9 @@ def test_no_test_prompt_of_the_real_rows_opens_a_train_conversation(tmp_path):
     """Split by a hash of each line, 40 harmless and 33 helpful test rows shared their opening turns with a
     train conversation (w2s/hh-harmless/test/516, "call me a bad name"); split by the opening user turn,
     none does, and every real row is still on one side."""
-    from bench.data import load_pairs
+    from bench.core.data import load_pairs
+    from bench.core.protocols import DATASETS
     from bench.datasets.offline_dir import build
-    from bench.protocols import DATASETS
 
     build(tmp_path, REALDATA, rows=8)
     for name in ("hh-helpful", "hh-harmless"):
@@ -585,10 +585,10 @@ class Cheat(Naive):
     """
 
     def fit(self, student, examples, cfg, train):
-        from bench.data import load_pairs
-        from bench.models import formatter_for, load_tokenizer
-        from bench.protocols import DATASETS, MODEL_PAIRS
-        from bench.train import TrainExample
+        from bench.core.data import load_pairs
+        from bench.stages.models import formatter_for, load_tokenizer
+        from bench.core.protocols import DATASETS, MODEL_PAIRS
+        from bench.stages.train import TrainExample
 
         spec, strong = DATASETS.get("mini/recipes"), MODEL_PAIRS.get("tiny").strong
         encode = formatter_for(strong, load_tokenizer(strong), 512).encode
@@ -628,8 +628,8 @@ def test_a_method_that_trains_on_the_test_split_fails_its_cells(registered_small
 @pytest.fixture(scope="module")
 def file_method(tmp_path_factory, small_protocol, small_models):
     """A method from a method file, run on the small protocol and submitted."""
-    from bench import pipeline
-    from bench.settings import RunSettings
+    from bench.core.settings import RunSettings
+    from bench.stages import pipeline
     from bench.submissions import submit
     from methods import load_method_file
 
@@ -735,11 +735,11 @@ def test_bench_evaluate_s_nan_message_is_about_the_checkpoint(registered_small, 
 
     import torch
 
-    from bench.errors import NonFiniteScoresError
-    from bench.evaluate import evaluate
-    from bench.labels import export_labels
-    from bench.models import load_reward_model, load_tokenizer
-    from bench.settings import RunSettings
+    from bench.core.errors import NonFiniteScoresError
+    from bench.core.settings import RunSettings
+    from bench.stages.evaluate import evaluate
+    from bench.stages.labels import export_labels
+    from bench.stages.models import load_reward_model, load_tokenizer
     from methods.api import head_parameter_names
 
     protocol, models = registered_small

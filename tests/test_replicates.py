@@ -1,10 +1,10 @@
 """Replicates (the A/A test) and per-source seeding: what a cell's randomness derives from."""
 import dataclasses
 
-from bench import pipeline
-from bench.compare import board_for
-from bench.data import STUDENT_STAGES, cell_seed, stage_seed, sub_seed
-from bench.settings import RunSettings
+from bench.core.compare import board_for
+from bench.core.data import STUDENT_STAGES, cell_seed, stage_seed, sub_seed
+from bench.core.settings import RunSettings
+from bench.stages import pipeline
 
 STAGES = ("split", "order", "teacher-init", "teacher-order", *STUDENT_STAGES)
 
@@ -56,7 +56,7 @@ def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_p
     """bench compare --until-decided on a protocol seeded per source: runs whole seeds of both methods until
     it stops, says why, and resumes (a second call runs nothing more)."""
     from bench.cli import main
-    from bench.protocols import PROTOCOLS
+    from bench.core.protocols import PROTOCOLS
 
     _, models = registered_small
     protocol = dataclasses.replace(small_protocol, name="mini-seq", seeding="per-source", looks=(2, 3), seeds=(0, 1))

@@ -1,6 +1,6 @@
 """bench report's tables from hand-made cell results: means, spreads over seeds, the teacher row."""
-from bench.report import TEACHER, method_table
-from bench.results import (
+from bench.core.report import TEACHER, method_table
+from bench.core.results import (
     CellMetrics,
     CellResult,
     EvalSetResult,

@@ -1,11 +1,11 @@
-"""Group-sequential decisions (bench/sequential.py) and the interval over independent runs (bench.stats)."""
+"""Group-sequential decisions (bench/core/sequential.py) and the interval over independent runs (bench.core.stats)."""
 import math
 
 import numpy as np
 import pytest
 
-from bench.runs import stratified
-from bench.sequential import SequentialPlan, obf_spending, t_boundary, t_quantile, z_boundaries
+from bench.core.runs import stratified
+from bench.core.sequential import SequentialPlan, obf_spending, t_boundary, t_quantile, z_boundaries
 
 
 def test_boundaries_spend_the_error_rate_look_by_look():

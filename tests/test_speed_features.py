@@ -9,11 +9,11 @@ import pytest
 import torch
 from helpers import train_examples
 
-from bench.batches import collate, model_inputs
-from bench.models import frozen_copy, load_reward_model
-from bench.reference import ReferenceStates
-from bench.specs import TrainConfig, canonical_json
-from bench.train import epoch_batches, train_reward_model, train_student
+from bench.core.specs import TrainConfig, canonical_json
+from bench.stages.batches import collate, model_inputs
+from bench.stages.models import frozen_copy, load_reward_model
+from bench.stages.reference import ReferenceStates
+from bench.stages.train import epoch_batches, train_reward_model, train_student
 from methods import make_method
 from methods.anchor import anchor_layers, response_mse
 from methods.naive import Naive
@@ -141,10 +141,10 @@ def test_vllm_scores_match_hf(tmp_path):
     from decoder_fixtures import PROMPT, save_tiny_decoder
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
 
-    from bench.batches import score
-    from bench.formatting import formatter_for
-    from bench.scorers.vllm import score_with_vllm
-    from bench.specs import ModelSpec
+    from bench.core.formatting import formatter_for
+    from bench.core.specs import ModelSpec
+    from bench.stages.batches import score
+    from bench.stages.scorers.vllm import score_with_vllm
 
     save_tiny_decoder(tmp_path, "qwen")  # its tokenizer and template; then a model with vLLM-friendly head sizes
     tokenizer = AutoTokenizer.from_pretrained(tmp_path)
@@ -161,7 +161,7 @@ def test_vllm_scores_match_hf(tmp_path):
 
 
 def test_shared_reference_states_are_the_computed_ones_and_keyed_by_the_sequences(strong_spec, examples, tmp_path):
-    from bench.cache import Cache, SharedWork
+    from bench.core.cache import Cache, SharedWork
 
     model = load_reward_model(strong_spec, seed=0)
     shared = SharedWork(Cache(tmp_path), {"strong": strong_spec})

@@ -1,4 +1,4 @@
-"""bench/stats.py: the hierarchical bootstrap against a hand computation, the point estimates against
+"""bench/core/stats.py: the hierarchical bootstrap against a hand computation, the point estimates against
 bench report's, pairing, determinism, and the inputs it refuses."""
 import json
 from pathlib import Path
@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.cells import cell_from_scores, load_cells
-from bench.sequential import t_quantile
-from bench.stats import Board, plain, resamples_from_indices
+from bench.core.cells import cell_from_scores, load_cells
+from bench.core.sequential import t_quantile
+from bench.core.stats import Board, plain, resamples_from_indices
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "submissions" / "mini" / "tiny"
@@ -124,7 +124,7 @@ def reference_results(slug):
     """The result.json files as bench report reads them (dicts, or the schema objects where there is one)."""
     data = [json.loads(p.read_text()) for p in sorted((REFERENCE / slug / "cells").glob("seed*/*/result.json"))]
     try:
-        from bench.results import read_result
+        from bench.core.results import read_result
     except ImportError:
         return data
     return [read_result(d) for d in data]
@@ -136,7 +136,7 @@ def reference_folders(slug):
 
 @pytest.mark.skipif(not (REFERENCE / "naive").is_dir(), reason="no reference submission")
 def test_point_estimates_equal_bench_report_on_a_reference_submission():
-    from bench.report import COLUMNS, cell_rows, summarise
+    from bench.core.report import COLUMNS, cell_rows, summarise
 
     slugs = ["naive", *(["ceiling"] if (REFERENCE / "ceiling").is_dir() else [])]
     board = Board(load_cells([f for s in slugs for f in reference_folders(s)]), n_boot=200)

@@ -18,9 +18,9 @@ from small_runs import (
     zip_folder,
 )
 
-from bench.errors import BenchError
-from bench.io import sha256_file
-from bench.results import read_result
+from bench.core.errors import BenchError
+from bench.core.io import sha256_file
+from bench.core.results import read_result
 from bench.submissions import (
     SUBMISSION_FILE,
     Validation,
@@ -379,7 +379,7 @@ def test_oversize_and_non_zip_uploads_are_refused(runs, naive, tmp_path, monkeyp
 @pytest.fixture
 def registered(runs, monkeypatch):
     """The test protocol and model pair in the registries, as bench validate/submit look them up."""
-    from bench.protocols import MODEL_PAIRS, PROTOCOLS
+    from bench.core.protocols import MODEL_PAIRS, PROTOCOLS
 
     for registry, specs in ((PROTOCOLS, runs.protocols), (MODEL_PAIRS, runs.model_pairs)):
         for name, spec in specs.items():
@@ -438,8 +438,8 @@ def test_a_capped_protocol_submits_as_its_own(registered_small, tmp_path, capsys
     """A capped run (--cap-train/--cap-test) is its own protocol by name: it submits and validates as that
     one, --protocol takes the name, and caps that do not make that name are refused."""
     from bench.cli import main
-    from bench.errors import UnknownNameError
-    from bench.protocols import PROTOCOLS, protocol_hash, protocol_named
+    from bench.core.errors import UnknownNameError
+    from bench.core.protocols import PROTOCOLS, protocol_hash, protocol_named
     from leaderboard import core
 
     protocol, models = registered_small

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.errors import CellsFailedError
+from bench.core.errors import CellsFailedError
 
 METHOD_FILE = '''
 from pydantic import BaseModel, ConfigDict
@@ -43,9 +43,9 @@ def scores(result, out: Path) -> bytes:
 
 
 def test_processes_executor_shares_teachers_isolates_failures_and_resumes(small_protocol, small_models, tmp_path):
-    from bench.executors import make_executor
-    from bench.settings import RunSettings
-    from bench.sweep import run_sweep
+    from bench.core.settings import RunSettings
+    from bench.stages.executors import make_executor
+    from bench.stages.sweep import run_sweep
     from methods import load_method_file
 
     method_file = tmp_path / "probe.py"
@@ -70,9 +70,9 @@ def test_processes_executor_shares_teachers_isolates_failures_and_resumes(small_
 
 def test_slurm_executor_runs_cells_as_submitit_jobs(small_protocol, small_models, tmp_path):
     pytest.importorskip("submitit")
-    from bench.executors import make_executor
-    from bench.settings import RunSettings
-    from bench.sweep import run_sweep
+    from bench.core.settings import RunSettings
+    from bench.stages.executors import make_executor
+    from bench.stages.sweep import run_sweep
 
     out = tmp_path / "results"
     results = run_sweep(RunSettings(small_protocol, small_models, "naive", {}, [small_protocol.datasets[0]], [0], out,
@@ -98,8 +98,8 @@ def test_slurm_executor_off_a_cluster_says_what_to_do(tmp_path):
     pytest.importorskip("submitit")
     if shutil.which("srun"):
         pytest.skip("this machine is a Slurm node")
-    from bench.errors import BenchError
-    from bench.executors import make_executor
+    from bench.core.errors import BenchError
+    from bench.stages.executors import make_executor
 
     with pytest.raises(BenchError, match="--executor processes"):
         make_executor("slurm", jobs=2, folder=tmp_path)
@@ -107,7 +107,7 @@ def test_slurm_executor_off_a_cluster_says_what_to_do(tmp_path):
 
 def test_run_with_jobs_runs_each_cell_in_a_worker_and_resumes(registered_small, tmp_path, capsys):
     from bench.cli import main
-    from bench.results import RESULT_FILE
+    from bench.core.results import RESULT_FILE
 
     protocol, models = registered_small
     argv = ["run", "--method", "naive", "--protocol", protocol.name, "--models", models.name, "--seeds", "0",
@@ -127,8 +127,8 @@ def test_run_with_jobs_runs_each_cell_in_a_worker_and_resumes(registered_small, 
 def test_auto_jobs_is_one_per_core_on_a_cpu_and_one_on_a_gpu_or_under_a_launcher(monkeypatch):
     import torch
 
-    from bench import executors
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
+    from bench.stages import executors
 
     monkeypatch.delenv("SHIFTBENCH_JOBS", raising=False)
     monkeypatch.delenv("WORLD_SIZE", raising=False)

@@ -10,12 +10,12 @@ import pytest
 import torch
 from helpers import train_examples
 
-from bench.batches import score
-from bench.data import sub_seed
-from bench.errors import BenchError
-from bench.models import load_reward_model
-from bench.specs import EarlyStopping, canonical_json, stable_hash
-from bench.train import (
+from bench.core.data import sub_seed
+from bench.core.errors import BenchError
+from bench.core.specs import EarlyStopping, canonical_json, stable_hash
+from bench.stages.batches import score
+from bench.stages.models import load_reward_model
+from bench.stages.train import (
     TrainingLoop,
     apply_freezing,
     epoch_batches,
@@ -43,7 +43,7 @@ def cfg(small_models):
 
 
 def fresh_student(small_models, cfg):
-    """The pretrained student as bench.train.train_student hands it to a method: seeded head, pair's freezing."""
+    """The pretrained student as bench.stages.train.train_student hands it to a method: seeded head, pair's freezing."""
     student = load_reward_model(small_models.strong, seed=0)
     apply_freezing(student, cfg)
     return student
@@ -98,7 +98,7 @@ def test_warm_with_one_member_is_naive(small_models, examples, cfg):
 
 
 def test_warm_needs_the_training_loop(small_models, examples, cfg):
-    with pytest.raises(BenchError, match="needs a bench.train.TrainingLoop"):
+    with pytest.raises(BenchError, match="needs a bench.stages.train.TrainingLoop"):
         make_method("warm").fit(fresh_student(small_models, cfg), examples, cfg, lambda *args: {})
 
 
@@ -234,10 +234,10 @@ def test_early_stopping_keeps_each_steps_example_index_into_the_methods_examples
 
 
 def test_early_stopping_off_leaves_spec_hashes_and_cell_keys_as_they_were(small_protocol, small_models, tmp_path):
-    from bench.cache import Cache
-    from bench.context import RunContext
-    from bench.protocols import MODEL_PAIRS
-    from bench.settings import RunSettings
+    from bench.core.cache import Cache
+    from bench.core.protocols import MODEL_PAIRS
+    from bench.core.settings import RunSettings
+    from bench.stages.context import RunContext
 
     tiny = MODEL_PAIRS.get("tiny")
     assert tiny.student_train.early_stopping is None
@@ -265,7 +265,7 @@ def test_early_stopping_from_the_command_line_to_the_result_and_the_board(regist
     `bench compare naive@PAIR+early-stop naive@PAIR` pairs it with the same method trained without it."""
     from bench.cli import build_parser, main
     from bench.commands.settings import cell_settings
-    from bench.results import find_cells
+    from bench.core.results import find_cells
 
     protocol, models = registered_small
     argv = ["run", "--method", "naive", "--protocol", protocol.name, "--models", models.name, "--source", "recipes",

@@ -18,7 +18,7 @@ SEED_LIMIT = 2**31
 
 def parse_seed(text: str) -> int:
     """A cell's seed: a whole number 0 <= N < 2**31, written with the digits 0-9 alone. Each stage's seed
-    is derived from it in 31 bits (bench.data.sub_seed), and 31 bits is what every RNG a run seeds takes
+    is derived from it in 31 bits (bench.core.data.sub_seed), and 31 bits is what every RNG a run seeds takes
     as it is (Python's, numpy's, torch's, CUDA's, vLLM's int32 seeds): a negative or larger seed would be
     wrapped or refused by one of them, so two different seeds could run the same cell. Python's int()
     also reads "+1", "1_0", " 1" and other scripts' digits ("٣" is 3): refused, so that a seed is
@@ -35,12 +35,12 @@ def parse_seed(text: str) -> int:
 
 
 def parse_early_stopping(text: str):
-    """--early-stopping's value as a bench.specs.EarlyStopping: empty for its defaults, else comma-separated
+    """--early-stopping's value as a bench.core.specs.EarlyStopping: empty for its defaults, else comma-separated
     key=value settings (e.g. holdout=0.2,every=5,metric=agreement)."""
     import dataclasses
 
-    from bench.errors import BenchError
-    from bench.specs import EarlyStopping
+    from bench.core.errors import BenchError
+    from bench.core.specs import EarlyStopping
 
     fields = {f.name: type(f.default) for f in dataclasses.fields(EarlyStopping)}
     values: dict[str, object] = {}

@@ -44,7 +44,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
     from leaderboard import core
 
     if not args.submissions.is_dir():

@@ -8,25 +8,25 @@ from pathlib import Path
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from bench.catalog import print_registered
+    from bench.commands.catalog import print_registered
 
     print_registered(args.what, args.data_dir)
     return 0
 
 
 def cmd_card(args: argparse.Namespace) -> int:
-    from bench.card import protocol_card
-    from bench.protocols import protocol_named
+    from bench.core.card import protocol_card
+    from bench.core.protocols import protocol_named
 
     print(protocol_card(protocol_named(args.protocol)), end="")
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from bench.compare import cells_under, decision_rule, decision_table
-    from bench.report import method_table
-    from bench.results import RESULT_FILE, find_cells
-    from bench.stats import Board, bon_view
+    from bench.core.compare import cells_under, decision_rule, decision_table
+    from bench.core.report import method_table
+    from bench.core.results import RESULT_FILE, find_cells
+    from bench.core.stats import Board, bon_view
 
     results = find_cells(args.out)
     table = method_table(results, by=args.by)
@@ -54,12 +54,12 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from bench.compare import board_for, comparison_table, decision_rule
-    from bench.stats import BOOTSTRAP_SEED
+    from bench.core.compare import board_for, comparison_table, decision_rule
+    from bench.core.stats import BOOTSTRAP_SEED
 
     if args.until_decided:
-        from bench.decide import until_decided
-        from bench.errors import BenchError
+        from bench.core.errors import BenchError
+        from bench.stages.decide import until_decided
 
         if args.metric != "nts":
             raise BenchError(f"--until-decided decides on NTS; drop --metric {args.metric}, or compare without it")
@@ -75,7 +75,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from bench.results import RESULT_FILE, SCORES_FILE, recompute_folder
+    from bench.core.results import RESULT_FILE, SCORES_FILE, recompute_folder
 
     # a scores file without its result.json is a cell cut off mid-write: report it too
     folders = sorted({p.parent for name in (RESULT_FILE, SCORES_FILE) for p in Path(args.out).rglob(name)})

@@ -9,11 +9,11 @@ from bench.commands.settings import cell_settings, run_settings
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from bench.distributed import launched
-    from bench.errors import BenchError
-    from bench.executors import auto_jobs, make_executor
-    from bench.pipeline import run
-    from bench.report import cell_table, params_text
+    from bench.core.distributed import launched
+    from bench.core.errors import BenchError
+    from bench.core.report import cell_table, params_text
+    from bench.stages.executors import auto_jobs, make_executor
+    from bench.stages.pipeline import run
 
     settings = run_settings(args)
     if args.jobs is not None and args.jobs < 1:
@@ -24,7 +24,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     jobs = args.jobs or auto_jobs()
     executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
     if executor is not None and len(settings.cells) > 1:
-        from bench.sweep import run_parallel
+        from bench.stages.sweep import run_parallel
 
         print(f"[run] {len(settings.cells)} cells, up to {jobs} at a time in worker processes with {executor.threads} "
               "torch thread(s) each (--jobs 1: one after another in this process)", file=sys.stderr)
@@ -45,9 +45,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from bench.executors import make_executor
-    from bench.report import method_table
-    from bench.sweep import run_sweep
+    from bench.core.report import method_table
+    from bench.stages.executors import make_executor
+    from bench.stages.sweep import run_sweep
 
     settings = run_settings(args)
     options = ({"folder": args.slurm_folder, "options": {k: typed(v) for k, v in args.slurm}}
@@ -61,7 +61,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_labels(args: argparse.Namespace) -> int:
-    from bench.labels import export_labels
+    from bench.stages.labels import export_labels
 
     settings = cell_settings(args, "naive")   # the labels of the teacher-label methods, naive's among them
     for folder in export_labels(settings, force=args.force):
@@ -73,8 +73,8 @@ def cmd_labels(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from bench.evaluate import evaluate
-    from bench.report import cell_table
+    from bench.core.report import cell_table
+    from bench.stages.evaluate import evaluate
 
     settings = cell_settings(args, args.name)
     results = evaluate(settings, args.student, revision=args.revision, adapter=args.adapter, labels=args.labels,
@@ -88,7 +88,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from bench.export import export_submission
+    from bench.commands.export import export_submission
 
     dest = export_submission(args.submission, args.dest, force=args.force)
     print(f"exported: {dest} (datasets.load_dataset({str(dest)!r}) reads it; push it with "

@@ -1,5 +1,5 @@
 """A command's settings from its command line: names resolved to specs, defaults that depend on the
-protocol, local model folders checked before any work (bench.settings.RunSettings, built once)."""
+protocol, local model folders checked before any work (bench.core.settings.RunSettings, built once)."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +12,7 @@ from bench.commands.args import parse_early_stopping
 
 def resolve_sources(protocol, names: list[str] | None) -> list[str]:
     """Source names as given or without the protocol prefix ("travel" for "mini/travel")."""
-    from bench.registry import Registry
+    from bench.core.registry import Registry
 
     if not names:
         return list(protocol.datasets)
@@ -25,7 +25,7 @@ def resolve_sources(protocol, names: list[str] | None) -> list[str]:
 
 def chosen_method(args: argparse.Namespace) -> str:
     """--method, or the one method a --method-file defines (registered either way)."""
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
     from methods import load_method_file
 
     defined = load_method_file(args.method_file) if args.method_file else []
@@ -49,9 +49,9 @@ def cell_settings(args: argparse.Namespace, method: str):
     its name, so a new one needs only its field in RunSettings and its argument in the parser."""
     import dataclasses
 
-    from bench.errors import BenchError
-    from bench.protocols import PROTOCOLS, model_pair_from_cli, protocol_named
-    from bench.settings import RunSettings, default_cache_dir
+    from bench.core.errors import BenchError
+    from bench.core.protocols import PROTOCOLS, model_pair_from_cli, protocol_named
+    from bench.core.settings import RunSettings, default_cache_dir
 
     if args.data_dir is not None and not args.data_dir.is_dir():
         raise BenchError(f"--data-dir {args.data_dir}: no such folder; its layout is in bench/datasets/loading.py")
@@ -60,7 +60,7 @@ def cell_settings(args: argparse.Namespace, method: str):
     if protocol.name not in PROTOCOLS and any(cap is not None for cap in caps):
         raise BenchError(f"--protocol {args.protocol} is capped already: give the caps on the protocol it caps "
                          f"({args.protocol[:args.protocol.rindex('+cap-')]}) instead")
-    protocol = protocol.capped(*caps)   # refuses caps below the minimums (bench.specs.MIN_CAP_PAIRS, MIN_CAP_LENGTH)
+    protocol = protocol.capped(*caps)   # refuses caps below the minimums (bench.core.specs.MIN_CAP_PAIRS, MIN_CAP_LENGTH)
     if not args.seeds and len(protocol.seeds) > 1:
         print(f"[bench] seed {protocol.seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
               f"pass --seeds {' '.join(map(str, protocol.seeds))} for all of them", file=sys.stderr)
@@ -88,13 +88,13 @@ def check_model_folders(models) -> None:
     (e.g. --models weak=DIR,strong=DIR with DIR a folder of other files)."""
     import json
 
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
 
     for role in ("weak", "strong"):
         spec = getattr(models, role)
         folder = Path(spec.path) if spec.path and not spec.path_resolver else None
         if folder is None or not folder.is_dir():
-            continue   # a hub id (or a packaged model): loaded, and its errors explained, by bench.models
+            continue   # a hub id (or a packaged model): loaded, and its errors explained, by bench.stages.models
         try:
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
             weights = [p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin")]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from bench.candidates import CandidateSet
+from bench.core.candidates import CandidateSet
 from bench.datasets.rows import (
     DropReason,
     Malformed,

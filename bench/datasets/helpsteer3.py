@@ -6,7 +6,7 @@ rejected == response1, which trains nothing). ``|overall_preference|`` is kept a
 """
 from __future__ import annotations
 
-from bench.data import Pair
+from bench.core.data import Pair
 from bench.datasets.rows import (
     DropReason,
     get,

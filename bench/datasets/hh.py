@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 
-from bench.data import Pair
+from bench.core.data import Pair
 from bench.datasets.rows import DropReason, Malformed, get_str, make_pair, normalizer
 
 REQUIRED_COLUMNS = ("chosen", "rejected")

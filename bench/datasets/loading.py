@@ -67,10 +67,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator
 
-from bench.data import LoadedSplit, Pair
+from bench.core.data import LoadedSplit, Pair
+from bench.core.errors import BenchError
+from bench.core.specs import DatasetSpec
 from bench.datasets.rows import DropReason
-from bench.errors import BenchError
-from bench.specs import DatasetSpec
 
 FORMATS = (".jsonl", ".jsonl.gz", ".parquet")
 # The most characters a row's strings may hold together, every column counted (UltraFeedback repeats the
@@ -257,7 +257,7 @@ def local_rows(files: list[Path], data_dir: Path) -> tuple[Iterator[Any], list[s
     """Rows of the files in order; the columns when the format declares them (parquet), else None. The
     provenance names each file by its path in the data dir and its sha256: a result records no folder of
     the machine it ran on."""
-    from bench.io import sha256_file
+    from bench.core.io import sha256_file
 
     columns = None
     if all(f.name.endswith(".parquet") for f in files):

@@ -106,7 +106,7 @@ def opening_turn(line: bytes) -> bytes | None:
     """An hh-rlhf row's first user turn as its pair's prompt has it (bench.datasets.hh), case-folded, with
     punctuation dropped and spaces collapsed ("Call me a bad name!" and "call me a bad name" are one), or
     None for a row the normaliser drops."""
-    from bench.data import Pair
+    from bench.core.data import Pair
     from bench.datasets import hh
 
     try:

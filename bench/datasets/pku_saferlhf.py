@@ -7,7 +7,7 @@ would teach helpfulness under a harmless label. Both safety flags go into the pa
 """
 from __future__ import annotations
 
-from bench.data import Pair
+from bench.core.data import Pair
 from bench.datasets.rows import (
     DropReason,
     get,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from bench.data import Message, Pair
+from bench.core.data import Message, Pair
 from bench.datasets.rows import (
     DropReason,
     Malformed,

@@ -12,7 +12,7 @@ import functools
 import math
 from typing import Any, Callable
 
-from bench.data import Message, Pair
+from bench.core.data import Message, Pair
 
 ROLES = ("system", "user", "assistant")
 

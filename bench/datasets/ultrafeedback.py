@@ -10,7 +10,7 @@ dropped (by ``make_pair``), and their pairs carry no margin.
 """
 from __future__ import annotations
 
-from bench.data import Pair
+from bench.core.data import Pair
 from bench.datasets.rows import (
     DropReason,
     Malformed,

@@ -67,7 +67,7 @@ from bench.submissions.upload import extract_upload
 
 def is_external(validation: Validation) -> bool:
     """Whether a submission's students were trained outside the harness (bench evaluate): the board
-    marks its row with ``validation.submission["external"]`` (bench.results.EXTERNAL_NOTE)."""
+    marks its row with ``validation.submission["external"]`` (bench.core.results.EXTERNAL_NOTE)."""
     return bool(validation.submission and validation.submission.get("external"))
 
 

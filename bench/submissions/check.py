@@ -19,13 +19,13 @@ from pydantic import BaseModel, ValidationError
 
 import bench.submissions.limits as limits
 import bench.submissions.reference as reference_teacher
-from bench.data import STUDENT_STAGES, TEACHER_STAGES, stage_seed
-from bench.errors import UnknownNameError
-from bench.io import sha256_file
-from bench.results import (CANDIDATE_COLUMNS, CANDIDATES_FILE, EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE,
+from bench.core.data import STUDENT_STAGES, TEACHER_STAGES, stage_seed
+from bench.core.errors import UnknownNameError
+from bench.core.io import sha256_file
+from bench.core.results import (CANDIDATE_COLUMNS, CANDIDATES_FILE, EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE,
                            SCHEMA_VERSION as RESULT_SCHEMA, SCORES_FILE, CellResult, params_slug, recompute)
-from bench.specs import ModelPairSpec, ProtocolSpec, to_plain
-from bench.cells import cell_from_scores
+from bench.core.specs import ModelPairSpec, ProtocolSpec, to_plain
+from bench.core.cells import cell_from_scores
 from bench.submissions.commands import absolute_paths
 from bench.submissions.limits import (CELL_FILE_RE, LOCAL_PATH_RE, NAME_RE, PARAM_KEY_RE, REFERENCES, REGENERATE,
                                       SCHEMA_VERSION, SUBMISSION_FILE, UNSAFE_TEXT_HELP, Validation, _Stop, cell_folder,
@@ -180,7 +180,7 @@ def _resolve(name: str, override: Mapping | None, registry) -> Any:
 
 
 def _check_protocol(v: Validation, meta: dict, protocols: Mapping[str, ProtocolSpec] | None) -> ProtocolSpec:
-    from bench.protocols import protocol_hash, protocol_named
+    from bench.core.protocols import protocol_hash, protocol_named
 
     ref = meta["protocol"]
     try:
@@ -235,11 +235,11 @@ def _with_defaults(cls: type, recorded: dict) -> dict:
 
 def _early_stopped(models: dict, model_pairs: Mapping[str, ModelPairSpec] | None) -> ModelPairSpec | None:
     """A registered pair whose students were early-stopped (``bench run --early-stopping``: ``tiny+early-stop``,
-    bench.specs.ModelPairSpec.early_stopped), rebuilt from the recorded setting so that its settings are
+    bench.core.specs.ModelPairSpec.early_stopped), rebuilt from the recorded setting so that its settings are
     checked as the registered pair's own are (a name that does not match the setting differs in ``name``)."""
-    from bench.errors import BenchError
-    from bench.protocols import MODEL_PAIRS
-    from bench.specs import EarlyStopping
+    from bench.core.errors import BenchError
+    from bench.core.protocols import MODEL_PAIRS
+    from bench.core.specs import EarlyStopping
 
     base, marked, _ = str(models.get("name")).partition("+")
     stopping = (models.get("student_train") or {}).get("early_stopping")
@@ -253,7 +253,7 @@ def _early_stopped(models: dict, model_pairs: Mapping[str, ModelPairSpec] | None
 
 
 def _check_models(v: Validation, meta: dict, model_pairs: Mapping[str, ModelPairSpec] | None) -> None:
-    from bench.protocols import MODEL_PAIRS
+    from bench.core.protocols import MODEL_PAIRS
 
     models = meta["models"]
     _check_name(v, SUBMISSION_FILE, "models.name", models.get("name"))
@@ -366,7 +366,7 @@ def _check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fi
 
 
 def _check_seeds(v: Validation, rel: str, result: CellResult, protocol: ProtocolSpec) -> None:
-    """Every derived seed is the one the code derives from the cell's seed (bench.data.stage_seed): a
+    """Every derived seed is the one the code derives from the cell's seed (bench.core.data.stage_seed): a
     seed is never chosen, so an edited one is a cell no rerun reproduces. A harness-trained cell records
     the teacher's and the student's stages, a student trained elsewhere (bench evaluate) the teacher's."""
     stages = TEACHER_STAGES if result.external is not None else TEACHER_STAGES + STUDENT_STAGES
@@ -378,7 +378,7 @@ def _check_seeds(v: Validation, rel: str, result: CellResult, protocol: Protocol
         if stage in result.derived_seeds and result.derived_seeds[stage] != derived:
             v.error(rel, f"derived_seeds.{stage}", f"is {result.derived_seeds[stage]}, but seed {result.seed} of "
                     f"{result.source}{f' (replicate {result.replicate})' if result.replicate else ''} derives "
-                    f"{derived} (bench.data.stage_seed): seeds are derived, never chosen", REGENERATE)
+                    f"{derived} (bench.core.data.stage_seed): seeds are derived, never chosen", REGENERATE)
 
 
 def _check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -> None:

@@ -119,7 +119,7 @@ class Validation:
     warnings: list[Problem] = field(default_factory=list)
     submission: dict | None = None
     cells: list = field(default_factory=list)   # the CellResults that could be read
-    pairs: list = field(default_factory=list)   # per cell that recomputes, its per-pair correctness (bench.cells.Cell)
+    pairs: list = field(default_factory=list)   # per cell that recomputes, its per-pair correctness (bench.core.cells.Cell)
     name: str = ""   # how to call it: its path in the submissions root (unique there)
 
     @property

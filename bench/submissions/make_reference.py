@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.io import atomic_write_bytes
+from bench.core.io import atomic_write_bytes
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import REFERENCES
 from bench.submissions.reference import dumps, from_cells, path_of

@@ -9,12 +9,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
-from bench.errors import BenchError
-from bench.io import atomic_write_json, sha256_file, staged_folder
-from bench.results import (CANDIDATES_FILE, EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCORES_FILE, CellResult,
+from bench.core.errors import BenchError
+from bench.core.io import atomic_write_json, sha256_file, staged_folder
+from bench.core.results import (CANDIDATES_FILE, EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCORES_FILE, CellResult,
                            load_cell, params_slug)
-from bench.specs import ModelPairSpec, ProtocolSpec
-from bench.cells import load_cells
+from bench.core.specs import ModelPairSpec, ProtocolSpec
+from bench.core.cells import load_cells
 from bench.submissions.check import validate_submission
 from bench.submissions.commands import public_command
 from bench.submissions.limits import (
@@ -59,7 +59,7 @@ def _group_cells(paths: list[Path]) -> dict[tuple, list[tuple[Path, CellResult]]
 
 def models_option(models: dict) -> str:
     """The options that give a recorded model pair to ``bench run``: ``--models NAME``, or for a pair whose
-    students were early-stopped (``tiny+early-stop-every2``: bench.specs.ModelPairSpec.early_stopped) the
+    students were early-stopped (``tiny+early-stop-every2``: bench.core.specs.ModelPairSpec.early_stopped) the
     registered pair's name with ``--early-stopping`` and the recorded setting."""
     stopping = (models.get("student_train") or {}).get("early_stopping")
     if "+" not in models["name"] or not isinstance(stopping, dict):
@@ -69,7 +69,7 @@ def models_option(models: dict) -> str:
 
 
 def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple[dict, list[str]]:
-    from bench.protocols import protocol_hash
+    from bench.core.protocols import protocol_hash
 
     chosen, problems = {}, []
     for folder, result in cells:
@@ -184,7 +184,7 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
     """One submission per method x params x model pair x protocol found in the results ``paths``,
     written to ``out/<protocol>/<models>/<slug>/`` and validated; all or nothing. ``command`` (the
     ``bench submit`` line) and the cells' commands are stored through ``public_command``."""
-    from bench.protocols import protocol_named
+    from bench.core.protocols import protocol_named
 
     what = unsafe_text(submitter)   # the same rule as validation's, said before anything is packed
     if what or not submitter.strip() or len(submitter) > MAX_TEXT_CHARS:

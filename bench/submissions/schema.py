@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from bench.report import cell_rows, columns_of, summarise
-from bench.results import ProtocolRef
+from bench.core.report import cell_rows, columns_of, summarise
+from bench.core.results import ProtocolRef
 
 
 class _Strict(BaseModel):
@@ -45,8 +45,8 @@ class CodeVersion(_Strict):
 
 class Intervals(_Strict):
     level: float                       # 0.95
-    n_boot: int                        # bootstrap replicates (bench.stats.N_BOOT)
-    seed: int                          # the bootstrap's seed (bench.stats.BOOTSTRAP_SEED)
+    n_boot: int                        # bootstrap replicates (bench.core.stats.N_BOOT)
+    seed: int                          # the bootstrap's seed (bench.core.stats.BOOTSTRAP_SEED)
     metrics: dict[str, list[float]]    # metric -> [low, high]: the hierarchical bootstrap over seeds and test pairs
 
 
@@ -65,14 +65,14 @@ class SubmissionFile(_Strict):
     cells: list[CellRef]
     summary: dict[str, float | int | None]
     intervals: Intervals
-    # Set (to bench.results.EXTERNAL_NOTE) when the students were trained outside the harness and scored
+    # Set (to bench.core.results.EXTERNAL_NOTE) when the students were trained outside the harness and scored
     # by bench evaluate: the board shows it beside the row. Absent in the harness's own submissions.
     external: str | None = None
 
 
 def submission_summary(cells: list) -> dict[str, float | int | None]:
     """Means over cells and seeds, with spreads (None with one seed): what submission.json records (the
-    BoN columns too, on a protocol with candidate sets: bench.report.columns_of)."""
+    BoN columns too, on a protocol with candidate sets: bench.core.report.columns_of)."""
     rows = cell_rows(cells)
     summary, columns = summarise(rows), columns_of(rows)
     out: dict[str, float | int | None] = {}
@@ -85,10 +85,10 @@ def submission_summary(cells: list) -> dict[str, float | int | None]:
 
 
 def submission_intervals(pairs: list) -> dict:
-    """The 95% interval of every summary metric from the cells' per-pair correctness (bench.cells.Cell):
+    """The 95% interval of every summary metric from the cells' per-pair correctness (bench.core.cells.Cell):
     the same draws whatever else is on a board, so a submission's intervals are the board's."""
-    from bench.stats import BOOTSTRAP_SEED, METRICS, N_BOOT, Board
-    from bench.sequential import LEVEL
+    from bench.core.stats import BOOTSTRAP_SEED, METRICS, N_BOOT, Board
+    from bench.core.sequential import LEVEL
 
     board = Board(pairs)
     stats = board.stats(board.methods[0], ceiling=None)

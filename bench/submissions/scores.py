@@ -10,9 +10,9 @@ import zlib
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
-from bench.results import CANDIDATE_COLUMNS, SCORE_COLUMNS
+from bench.core.results import CANDIDATE_COLUMNS, SCORE_COLUMNS
 import bench.submissions.limits as limits
-from bench.results import SCORE_COLUMNS
+from bench.core.results import SCORE_COLUMNS
 from bench.submissions.limits import REGENERATE, Validation, unsafe_text
 
 
@@ -73,7 +73,7 @@ def read_candidates(v: Validation, rel: str, path: Path, n_sets: Mapping[str, in
     """The cell's per-candidate rows as (eval_set, set_id, pair_id, candidate, grade, teacher, student), or None
     after recording what is wrong; streamed and bounded as ``read_scores``: at most ``n`` candidates (the
     protocol's N) for each of the sets ``n_sets`` declares per eval set (bounded by the protocol first). Whether
-    a set's rows are its candidates in order is for bench.results.recompute, which names the set."""
+    a set's rows are its candidates in order is for bench.core.results.recompute, which names the set."""
     def judge(line: int, row: list[str], flag: Callable[[str, str], None], seen: set) -> tuple | None:
         eval_set, set_id, pair_id, candidate = row[:4]
         what = unsafe_text(set_id) or unsafe_text(pair_id)

@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Mapping
 
-from bench.specs import ModelPairSpec, ProtocolSpec, canonical_json
+from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import REFERENCES, SUBMISSION_FILE, Validation
 

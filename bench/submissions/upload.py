@@ -15,9 +15,9 @@ import zlib
 from pathlib import Path
 
 import bench.submissions.limits as limits
-from bench.errors import BenchError
-from bench.report import fmt
-from bench.results import METHOD_SOURCE_FILE
+from bench.core.errors import BenchError
+from bench.core.report import fmt
+from bench.core.results import METHOD_SOURCE_FILE
 from bench.submissions.limits import CELL_FILE_RE, SUBMISSION_FILE
 
 REZIP = "zip the submission folder again (python -m zipfile -c sub.zip FOLDER/)"

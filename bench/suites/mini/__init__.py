@@ -38,8 +38,8 @@ from bench.suites.mini.domain import Domain, HarmlessBank, HelpfulBank
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
 
-    from bench.data import LoadedSplit, Pair
-    from bench.specs import DatasetSpec
+    from bench.core.data import LoadedSplit, Pair
+    from bench.core.specs import DatasetSpec
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,8 @@ def sibling_cues(domain: Domain) -> list[str]:
 def generate(domain: Domain, split: str, n: int, *, cue_strength: float, sibling_cue_rate: float, holdout: float,
              seed: int) -> list[Pair]:
     """``n`` pairs of ``domain``'s ``split`` ("train" or "test"); the same arguments give the same pairs."""
-    from bench.data import Pair
-    from bench.errors import BenchError
+    from bench.core.data import Pair
+    from bench.core.errors import BenchError
 
     if split not in ("train", "test"):
         raise BenchError(f"mini datasets have splits 'train' and 'test', not {split!r}")
@@ -151,7 +151,7 @@ def load(spec: DatasetSpec, split: str, limit: int, data_dir: Path | None = None
     """The registry's loader for a mini dataset: options carry domain, cue_strength, sibling_cue_rate, holdout, seed.
 
     Pairs are generated, never read, so ``data_dir`` is ignored."""
-    from bench.data import LoadedSplit
+    from bench.core.data import LoadedSplit
 
     options = spec.kwargs
     domain = domains()[options["domain"]]

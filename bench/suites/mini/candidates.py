@@ -10,7 +10,7 @@ setting, or 16), each with a gold grade: 1 for the one response the principle pr
 
 **The pair is in the set.** Candidates 0 and 1 are the test pair's chosen and rejected responses,
 text for text (cues included), and the set names the pair (``pair_id``). A cell scores every test
-pair anyway, so a set costs N - 2 new sequences per prompt, not N (bench.candidates reuses the two
+pair anyway, so a set costs N - 2 new sequences per prompt, not N (bench.core.candidates reuses the two
 pair scores); and the set restricted to those two candidates is the pair, so BoN accuracy at
 N = 2 is pair accuracy, which ties the new metric to the old one.
 
@@ -46,18 +46,18 @@ test pairs keeps the sets of the pairs it keeps.
 **Ties and repeats.** All wrong candidates share grade 0: the principle ranks no wrong answer above
 another (a wrong-topic answer and a vague one both fail the question), and BoN accuracy asks only
 whether the top-scored candidate is gold-best, so their order among themselves never counts (an
-exact score tie at the top shares the credit, bench.metrics.bon_accuracy). Texts may repeat within a
+exact score tie at the top shares the credit, bench.core.metrics.bon_accuracy). Texts may repeat within a
 set: a harmless situation has one harmful course in four templates, a helpful domain three or four
 vague answers. Each draw takes the templates (topics, vague answers) the pair's rejected response
 does not use first, in a seeded order, and comes back to the others only when they run out; a
-repeated text is scored once (bench.candidates), so repeats tie exactly.
+repeated text is scored once (bench.core.candidates), so repeats tie exactly.
 """
 from __future__ import annotations
 
 import random
 from typing import TYPE_CHECKING, Iterator
 
-from bench.candidates import CandidateSet
+from bench.core.candidates import CandidateSet
 from bench.suites.mini import (
     CUES,
     Domain,
@@ -69,8 +69,8 @@ from bench.suites.mini import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from bench.data import Pair
-    from bench.specs import DatasetSpec
+    from bench.core.data import Pair
+    from bench.core.specs import DatasetSpec
 
 SIZES = (4, 16)   # the N of the protocol's candidate sets: RewardBench 2's best-of-4, and 16
 
@@ -79,7 +79,7 @@ def candidate_sets(domain: Domain, k: int, n: int, *, cue_strength: float, sibli
                    seed: int) -> list[CandidateSet]:
     """The candidate sets of ``domain``'s first ``k`` test pairs, ``n`` candidates each (the pairs are
     ``generate``'s, with the same arguments)."""
-    from bench.errors import BenchError
+    from bench.core.errors import BenchError
 
     if n < 2:
         raise BenchError(f"a candidate set needs at least 2 candidates (the pair's two), got n={n}")
@@ -96,7 +96,7 @@ def cue_rates(cue_strength: float, sibling_cue_rate: float) -> tuple[float, floa
 
 
 def card_lines(spec: DatasetSpec) -> list[str]:
-    """What a protocol card says of a registered mini dataset's sets (bench.card): its cue rates, from its spec."""
+    """What a protocol card says of a registered mini dataset's sets (bench.core.card): its cue rates, from its spec."""
     options = spec.kwargs
     domain = domains()[options["domain"]]
     own, sibling = cue_rates(options["cue_strength"], options["sibling_cue_rate"])

@@ -1,0 +1,128 @@
+"""The cells the statistics read: per method, cell (seed, source) and eval set, the teacher's and the
+student's per-pair correctness c in {0, 1/2, 1} (r(chosen) > r(rejected), a tie 1/2:
+bench.core.metrics.accuracy), read from a finished cell's result.json and scores.csv.gz
+(``cell_from_scores``, ``load_cells``). bench.core.stats bootstraps them; the board's validation cache and
+the reference teachers store the correctness as text (``correctness_text``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class EvalSet:
+    name: str                 # dataset, e.g. "mini/chat"
+    role: str                 # "id" (the source's own test split) or "ood"
+    pair_ids: tuple[str, ...]
+    teacher: np.ndarray       # per-pair correctness, 0 / 0.5 / 1
+    student: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Cell:
+    method: str               # the submission slug: method name and params (bench.core.results.params_slug)
+    seed: int
+    source: str
+    category: str
+    eval_sets: tuple[EvalSet, ...]   # the ID set first, then the targets in the result's order
+    independent: bool = False         # its protocol seeds every (seed, source) cell on its own (ProtocolSpec.seeding)
+    looks: tuple[int, int] | None = None   # the seeds a paired comparison may be decided at (ProtocolSpec.looks)
+    name: str = ""                    # the method's registered name (with #R for a replicate): slugs are never parsed
+    # On a protocol with candidate sets: per eval set (as ``eval_sets``), the teacher's and the student's credit
+    # in each set (bench.core.metrics.bon_credit), its ``pair_ids`` the set ids; empty without candidate sets
+    bon: tuple[EvalSet, ...] = ()
+
+    @property
+    def method_name(self) -> str:
+        """The name a user gives for this method (``anchor`` for ``anchor_lam=0.1_layers=last``)."""
+        return self.name or self.method
+
+
+def correctness(chosen: Sequence[float], rejected: Sequence[float]) -> np.ndarray:
+    chosen, rejected = np.asarray(chosen, dtype=np.float64), np.asarray(rejected, dtype=np.float64)
+    return (chosen > rejected) + 0.5 * (chosen == rejected)
+
+
+def correctness_text(values: np.ndarray) -> str:
+    """Per-pair correctness (0, 1/2 or 1) as one digit each, "0", "1" or "2" halves: how the board's
+    cache and the reference teachers (bench.submissions.reference) store verdicts."""
+    return ((np.asarray(values) * 2).astype(np.uint8) + ord("0")).tobytes().decode("ascii")
+
+
+def correctness_from_text(text: str, n: int) -> np.ndarray:
+    """``correctness_text``'s inverse; a ValueError unless ``text`` holds ``n`` such digits."""
+    halves = np.frombuffer(text.encode("ascii"), dtype=np.uint8) - ord("0")
+    if len(halves) != n or (halves > 2).any():
+        raise ValueError("per-pair correctness does not match its pairs")
+    return halves / 2.0
+
+
+def cell_from_scores(result, rows: Iterable[Mapping], where: str = "", candidates: Iterable[Mapping] | None = None
+                     ) -> Cell:
+    """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz; with
+    its candidates.csv.gz rows (``candidates``), its BoN credits too (``Cell.bon``)."""
+    from bench.core.results import params_slug, replicate_slug
+
+    if not isinstance(result, Mapping):     # a schema object (pydantic) rather than the JSON dict
+        result = result.model_dump(mode="json")
+    where = where or f"{result['method']['name']} seed {result['seed']} {result['source']}"
+    columns: dict[str, list] = {name: [] for name in result["eval_sets"]}
+    for row in rows:
+        if row["eval_set"] in columns:
+            columns[row["eval_set"]].append(row)
+    sets = []
+    for name, info in result["eval_sets"].items():
+        got = columns[name]
+        if not got:
+            raise ValueError(f"{where}: no scores for eval set {name}")
+        scores = np.array([[float(r[k]) for k in ("teacher_chosen", "teacher_rejected", "student_chosen",
+                                                  "student_rejected")] for r in got])
+        if not np.isfinite(scores).all():
+            bad = got[int(np.flatnonzero(~np.isfinite(scores).all(1))[0])]["pair_id"]
+            raise ValueError(f"{where}: non-finite score in eval set {name} (pair {bad})")
+        sets.append(EvalSet(name, info["role"], tuple(r["pair_id"] for r in got),
+                            correctness(scores[:, 0], scores[:, 1]), correctness(scores[:, 2], scores[:, 3])))
+    sets.sort(key=lambda s: s.role != "id")
+    if [s.role for s in sets].count("id") != 1 or sets[0].name != result["source"]:
+        raise ValueError(f"{where}: needs exactly one ID eval set, the source {result['source']}")
+    slug = replicate_slug(params_slug(result["method"]["name"], result["method"]["params"]), result.get("replicate", 0))
+    looks = result["protocol"].get("looks")
+    return Cell(slug, int(result["seed"]), result["source"], result["category"], tuple(sets),
+                result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None,
+                replicate_slug(result["method"]["name"], result.get("replicate", 0)),
+                _bon_sets(result, candidates, where) if candidates is not None else ())
+
+
+def _bon_sets(result: Mapping, candidates: Iterable[Mapping], where: str) -> tuple[EvalSet, ...]:
+    """Per eval set of ``result``, the teacher's and the student's credit in each candidate set, ID first."""
+    from bench.core.metrics import bon_credit
+    from bench.core.results import candidate_sets_from_rows
+
+    by_name = candidate_sets_from_rows(candidates)
+    sets = []
+    for name, info in result["eval_sets"].items():
+        own = by_name.get(name)
+        if not own:
+            raise ValueError(f"{where}: no candidate sets for eval set {name}")
+        sets.append(EvalSet(name, info["role"], tuple(s.set_id for s in own),
+                            np.array([bon_credit(s.teacher, s.grades) for s in own]),
+                            np.array([bon_credit(s.student, s.grades) for s in own])))
+    return tuple(sorted(sets, key=lambda s: s.role != "id"))
+
+
+def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
+    """Cells from finished cell folders (result.json, scores.csv.gz and, where the protocol has candidate sets,
+    candidates.csv.gz, read by bench.core.results.read_cell_files)."""
+    from bench.core.results import read_cell_files
+
+    cells = []
+    for folder in map(Path, folders):
+        found = read_cell_files(folder)
+        if found is None:
+            raise ValueError(f"{folder}: not a finished cell (result.json unreadable, scores.csv.gz or candidates.csv.gz "
+                             "does not match the sha256 in result.json, or its numbers do not recompute from them)")
+        cells.append(cell_from_scores(found.result, found.rows, str(folder), found.candidates))
+    return cells

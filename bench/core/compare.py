@@ -1,0 +1,279 @@
+"""Numbers that decide: intervals, Δ against naive and rank intervals for a set of methods, and
+``bench compare A B``, all from the per-pair scores (bench/core/stats.py does the bootstrap).
+
+A difference is called **decided** when its t-interval over the per-seed paired differences
+excludes 0. The hierarchical bootstrap interval is shown beside it, but with few seeds it is too
+narrow (three seeds give ten distinct seed resamples; docs/statistics.md measures how much), so it
+never decides alone.
+
+``--metric bon-nts`` compares best-of-N numbers instead (protocols with candidate sets): the same
+boards, intervals and rule, on the cells' BoN views (bench.core.stats.bon_view), whose NTS, AOG and WRG are
+BoN NTS, BoN gain OOD and BoN gain ID.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from bench.core.cells import Cell, cell_from_scores
+from bench.core.errors import BenchError
+from bench.core.report import fmt
+from bench.core.stats import Board, bon_view
+
+BASELINE = "naive"
+CEILING = "ceiling"
+# What a board's NTS, AOG and WRG are called, by what is compared (``bench compare --metric``): the pairs' metrics,
+# or on the cells' BoN views (bench.core.stats.bon_view) the best-of-N ones (bench.core.metrics.BON_METRICS)
+LABELS = {"nts": {"nts": "NTS", "aog": "AOG", "wrg": "WRG"},
+          "bon-nts": {"nts": "BoN NTS", "aog": "BoN gain OOD", "wrg": "BoN gain ID"}}
+
+
+def view(cells: list[Cell], metric: str) -> list[Cell]:
+    """The cells as a Board of ``metric`` (a key of LABELS) reads them: as they are, or their BoN views."""
+    if metric not in LABELS:
+        raise BenchError(f"--metric {metric!r}: give one of {', '.join(LABELS)}")
+    if metric == "nts":
+        return cells
+    try:
+        return bon_view(cells)
+    except ValueError as error:
+        raise BenchError(f"--metric {metric}: {error}; compare its pair metrics (--metric nts), or run a protocol with "
+                         "candidate sets (docs/best-of-n.md)") from None
+
+
+def interval_text(low: float, high: float) -> str:
+    """``[+1.2, +3.4]`` in the one number format (``bench.core.report.fmt``: never ``-0.0``); blank where the
+    interval does not exist (one seed)."""
+    if math.isnan(low) or math.isnan(high):
+        return ""
+    return f"[{fmt(low, signed=True)}, {fmt(high, signed=True)}]"
+
+
+def cells_under(*roots: Path) -> dict[tuple[str, str], list[Cell]]:
+    """Every finished cell under results or submissions folders with its per-pair correctness,
+    grouped by (protocol, model pair): only cells of one group can be compared. Several folders add up
+    (the reference seeds in submissions/ and more seeds of the same methods elsewhere)."""
+    from bench.core.results import RESULT_FILE, read_cell_files
+
+    groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
+    for path in sorted(p for root in roots for p in Path(root).rglob(RESULT_FILE)):
+        found = read_cell_files(path.parent)
+        if found is not None:
+            result = found.result
+            groups[result.protocol.name, result.models["name"]].append(
+                cell_from_scores(result, found.rows, str(path.parent), found.candidates))
+    return groups
+
+
+def folders(root: Path | Sequence[Path]) -> list[Path]:
+    """``--out``'s folders: one, or several whose cells add up."""
+    return [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+
+
+def named(roots: list[Path]) -> str:
+    return " and ".join(map(str, roots))
+
+
+def decision_table(board: Board, baseline: str = BASELINE, category: str | None = None,
+                   source: str | None = None, metric: str = "nts") -> pd.DataFrame:
+    """One row per method (its slug): NTS with its 95% interval, the rank interval, and Δ NTS against
+    ``baseline`` with the bootstrap and the per-seed t-interval, its p-value and whether it is decided.
+    ``metric`` names the columns: "bon-nts" for a board of BoN views (``view``)."""
+    rows = []
+    name = LABELS[metric]["nts"]
+    contenders = [m for m in board.methods if m != CEILING]   # the ceiling is a reference, ranked with no one
+    ranks = {r.method: r for r in board.ranks(contenders, category=category, source=source)} if contenders else {}
+    for method in board.methods:
+        nts = board.stats(method, category=category, source=source).metrics["nts"]
+        row = {"method": method, name: nts.estimate, f"{name} 95% CI": interval_text(nts.low, nts.high)}
+        if method in ranks:
+            rank = ranks[method]
+            row.update({"rank": rank.rank, "rank 95%": f"{rank.low}-{rank.high}" if rank.low != rank.high
+                        else str(rank.low)})
+        if baseline in board.methods and method != baseline:
+            delta = board.compare(method, baseline, category=category, source=source).deltas["nts"]
+            row.update({f"Δ {name} vs {baseline}": delta.estimate, "Δ bootstrap 95%": interval_text(delta.low, delta.high),
+                        "p": delta.p_text})
+            decision = deciding_interval(board, method, baseline, "nts", category, source, delta)
+            row.update({decision_column(board): interval_text(decision.low, decision.high),
+                        "decided": ("better" if delta.estimate > 0 else "worse") if decision.decided else "no"})
+            if board.independent:
+                row["runs"] = decision.basis.split()[0]
+        rows.append(row)
+    table = pd.DataFrame(rows).sort_values(name, ascending=False, kind="stable").reset_index(drop=True)
+    if "rank" in table:   # an integer, though the unranked ceiling leaves a gap
+        table["rank"] = table["rank"].astype("Int64")
+    return table.astype(object).where(table.notna(), "")   # the baseline has no Δ against itself
+
+
+def decision_column(board: Board) -> str:
+    """The name of the interval that decides: over independent runs, or over seeds (v1's protocols)."""
+    return "Δ 95% (runs)" if board.independent else "Δ t 95% (seeds)"
+
+
+def decision_rule(board: Board) -> str:
+    """The rule ``deciding_interval`` applies, in words."""
+    if board.independent:
+        return ("decided when its 95% interval over independent runs, stratified by source, excludes 0 (with the "
+                "protocol's sequential boundary, valid however many seeds were added until it decided; "
+                "docs/statistics.md)")
+    return "decided when its t-interval over the seeds excludes 0 (docs/statistics.md)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    low: float
+    high: float
+    decided: bool
+    basis: str           # what the interval rests on: "18 runs" or "3 seeds"
+
+
+def deciding_interval(board: Board, a: str, b: str, metric: str, category: str | None, source: str | None,
+                      delta) -> Decision:
+    """The harness's one rule for A - B. On a protocol whose runs are independent, the interval over runs
+    stratified by source with the protocol's sequential boundary (bench.core.runs.runs_delta); else the
+    t-interval over the per-seed differences (``delta``, bench.core.stats.Delta). Decided when it excludes 0."""
+    if board.independent:
+        try:
+            runs = board.runs_delta(a, b, metric, category, source)
+        except ValueError:   # fewer than two whole seeds
+            return Decision(math.nan, math.nan, False, f"{len(board.seeds)} seeds")
+        return Decision(runs.low, runs.high, runs.decided, f"{runs.runs} runs")
+    decided = not math.isnan(delta.t_low) and (delta.t_low > 0 or delta.t_high < 0)
+    return Decision(delta.t_low, delta.t_high, decided, f"{len(board.seeds)} seeds")
+
+
+def comparison_table(board: Board, a: str, b: str, by: str | None = None, metric: str = "nts") -> pd.DataFrame:
+    """A - B on NTS, AOG and WRG, over all cells and (``by``) per category or source; ``metric`` "bon-nts" names
+    them as a board of BoN views (``view``) holds them: BoN NTS, BoN gain OOD and BoN gain ID."""
+    scopes: list[tuple[str | None, str | None]] = [(None, None)]
+    if by == "category":
+        scopes += [(c, None) for c in board.categories]
+    elif by == "source":
+        scopes += [(None, s) for s in board.sources]
+    rows = []
+    for category, source in scopes:
+        comparison = board.compare(a, b, category=category, source=source)
+        for key, delta in comparison.deltas.items():
+            decision = deciding_interval(board, a, b, key, category, source, delta)
+            rows.append({"scope": comparison.scope, "metric": LABELS[metric][key], f"{a} − {b}": f"{delta.estimate:+.2f}",
+                         "bootstrap 95%": interval_text(delta.low, delta.high), "p": delta.p_text,
+                         "deciding 95%": f"{interval_text(decision.low, decision.high)} ({decision.basis})",
+                         "decided": "yes" if decision.decided else "no",
+                         "per seed": " ".join(f"{d:+.1f}" for d in delta.per_seed)})
+    return pd.DataFrame(rows)
+
+
+def resolve(cells: list[Cell], name: str) -> str:
+    """A method as given: its slug (``anchor_lam=0.1_layers=last``) or, when only one setting of it is
+    among ``cells``, its name (``anchor``)."""
+    methods = sorted({c.method for c in cells})
+    if name in methods:
+        return name
+    matches = sorted({c.method for c in cells if c.method_name == name})
+    if len(matches) == 1:
+        return matches[0]
+    raise BenchError(f"method {name!r} is {'ambiguous' if matches else 'not in these results'}: give one of "
+                     f"{', '.join(sorted(matches or methods))}")
+
+
+def split_pair(name: str) -> tuple[str, str | None]:
+    """``naive@tiny+early-stop`` -> (``naive``, ``tiny+early-stop``); a name without ``@`` names no pair."""
+    method, at, models = name.rpartition("@")
+    return (method, models) if at and method and models else (name, None)
+
+
+def holds(cells: list[Cell], name: str) -> bool:
+    """Whether ``cells`` hold the method ``name`` names (its slug or, as ``resolve`` takes it, its bare name)."""
+    return any(name in (c.method, c.method_name) for c in cells)
+
+
+def one_side(groups: dict[tuple[str, str], list[Cell]], roots: list[Path], name: str) -> tuple[str, str, list[Cell]]:
+    """(protocol, label ``slug@pair``, its cells) of a METHOD or METHOD@PAIR under ``roots``."""
+    method, models = split_pair(name)
+    holding = {k: v for k, v in groups.items() if holds(v, method)}
+    held = {k: v for k, v in holding.items() if models is None or k[1] == models}
+    if not holding:
+        raise BenchError(f"no finished cells of {method!r} under {named(roots)}")
+    if not held:
+        raise BenchError(f"{name!r}: {method} is not on model pair {models} under {named(roots)}; its model pairs there: "
+                         f"{', '.join(sorted({pair for _, pair in holding}))}: give METHOD@PAIR with one of them")
+    if len(held) > 1:
+        where = ", ".join("/".join(k) for k in sorted(held))
+        fix = (f"point --out at one protocol's folder (e.g. {roots[0] / sorted(held)[0][0]})" if models
+               else "give METHOD@PAIR with one of those pairs")
+        raise BenchError(f"{name!r} is under {named(roots)} on {where}: {fix}")
+    (protocol, pair), cells = next(iter(held.items()))
+    slug = resolve(cells, method)
+    return protocol, f"{slug}@{pair}", [c for c in cells if c.method == slug]
+
+
+def board_across_pairs(root: Path | Sequence[Path], names: list[str], metric: str = "nts") -> tuple[Board, list[str]]:
+    """The board of two methods on two model pairs of one protocol (``naive@tiny+early-stop`` against
+    ``naive@tiny``): a training setting against the same method without it. Paired only when both sides
+    have the same cells and test pairs and their students learned from one teacher: every cell's teacher
+    must judge every test pair alike on both sides, else the difference would mix two teachers' errors
+    into the students'."""
+    roots = folders(root)
+    groups = cells_under(*roots)
+    (pa, a, cells_a), (pb, b, cells_b) = (one_side(groups, roots, n) for n in names)
+    if pa != pb:
+        raise BenchError(f"{a} is on protocol {pa} and {b} on {pb}: a paired comparison needs the same test pairs; "
+                         "compare runs of one protocol")
+    if a == b:
+        raise BenchError(f"{a} against itself: name two methods or two model pairs")
+    keys_a, keys_b = ({(c.seed, c.source) for c in cells} for cells in (cells_a, cells_b))
+    for label, missing in ((a, keys_b - keys_a), (b, keys_a - keys_b)):
+        if missing:
+            raise BenchError(f"{label} has no cell for " + ", ".join(f"seed {s} {src}" for s, src in sorted(missing))
+                             + ", which the other side has: run them, or compare the seeds and sources both have")
+    judged = {(c.seed, c.source, e.name): e for c in cells_b for e in c.eval_sets}
+    for c in cells_a:
+        for e in c.eval_sets:
+            other = judged.get((c.seed, c.source, e.name))
+            where = f"seed {c.seed}, source {c.source}, on {e.name}"
+            if other is None or other.pair_ids != e.pair_ids:
+                raise BenchError(f"{a} and {b} scored different test pairs ({where}): not runs of the same cells")
+            if (other.teacher != e.teacher).any():
+                raise BenchError(f"the teachers of {a} and {b} differ ({where}: their verdicts differ on "
+                                 f"{int((other.teacher != e.teacher).sum())} of {len(e.teacher)} test pairs), so their "
+                                 "students' difference is not paired: compare model pairs that share one teacher "
+                                 "(the same weak model and teacher training, thread count and CPU kernels)")
+    try:
+        return Board([dataclasses.replace(c, method=label) for label, cells in ((a, cells_a), (b, cells_b))
+                      for c in view(cells, metric)]), [a, b]
+    except ValueError as error:
+        raise BenchError(f"cannot compare {a} and {b}: {error}") from None
+
+
+def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metric: str = "nts"
+              ) -> tuple[Board, list[str]]:
+    """The bootstrap board of the one (protocol, model pair) under ``root`` (a folder, or several whose cells
+    add up) that holds ``names`` (all its methods without names), and the names resolved to slugs; a name
+    with ``@PAIR`` compares across model pairs (``board_across_pairs``). ``metric`` "bon-nts": a board of
+    the cells' BoN views (``view``)."""
+    if names and any(split_pair(n)[1] for n in names):
+        return board_across_pairs(root, names, metric)
+    roots = folders(root)
+    groups = cells_under(*roots)
+    if names:
+        groups = {k: v for k, v in groups.items() if all(holds(v, n) for n in names)}
+    if not groups:
+        raise BenchError(f"no finished results under {named(roots)}" + (f" holding {' and '.join(names)}" if names else ""))
+    if len(groups) > 1:
+        raise BenchError(f"under {named(roots)} are several protocol x model pairs "
+                         f"({', '.join('/'.join(k) for k in groups)}); point at one of them, e.g. "
+                         f"{roots[0] / '/'.join(next(iter(groups)))}")
+    cells = next(iter(groups.values()))
+    slugs = [resolve(cells, n) for n in names or []]
+    if slugs:
+        cells = [c for c in cells if c.method in slugs]
+    try:
+        return Board(view(cells, metric)), slugs
+    except ValueError as error:
+        raise BenchError(f"cannot compare the methods under {named(roots)}: {error}") from None

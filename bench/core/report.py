@@ -1,0 +1,148 @@
+"""Tables from cell results: per source -> target cell, and the mean over cells and seeds.
+
+Aggregates: each seed's mean over cells, then the mean and the sample standard deviation of those
+per-seed means across seeds ("spread over seeds"; blank with one seed). Cells of a protocol with
+best-of-N candidate sets add the BoN columns (BON_COLUMNS) after NTS.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from bench.core.results import CellResult
+
+COLUMNS = ["teacher_id", "student_id", "teacher_ood", "student_ood", "wrg", "aog", "nts"]
+# Best-of-N accuracies and metrics (bench.core.metrics), where the cells have them
+BON_COLUMNS = ["teacher_bon_id", "student_bon_id", "teacher_bon_ood", "student_bon_ood", "bon_gain_id", "bon_gain_ood",
+               "bon_nts"]
+HEADERS = {"teacher_id": "teacher ID", "student_id": "student ID", "teacher_ood": "teacher OOD",
+           "student_ood": "student OOD", "wrg": "WRG", "aog": "AOG", "nts": "NTS",
+           "teacher_bon_id": "BoN teacher ID", "student_bon_id": "BoN student ID", "teacher_bon_ood": "BoN teacher OOD",
+           "student_bon_ood": "BoN student OOD", "bon_gain_id": "BoN gain ID", "bon_gain_ood": "BoN gain OOD",
+           "bon_nts": "BoN NTS"}
+GAINS = ("wrg", "aog", "nts", "bon_gain_id", "bon_gain_ood", "bon_nts")   # shown signed
+
+
+def short(dataset: str) -> str:
+    return dataset.split("/", 1)[-1]
+
+
+def params_text(params: dict) -> str:
+    """A method's params as everywhere they are shown: ``lam=0.1, layers=last``, sorted by name."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(params.items()))
+
+
+def fmt(value: float | None, sd: float | None = None, signed: bool = False) -> str:
+    """A number as every table shows it: one decimal, ``+`` on gains, ``±spread`` when there is one;
+    blank for a missing number, and never ``-0.0``."""
+    if value is None or math.isnan(value):
+        return ""
+    value = 0.0 if round(value, 1) == 0 else value
+    text = f"{value:+.1f}" if signed else f"{value:.1f}"
+    return text if sd is None or math.isnan(sd) else f"{text}±{sd:.1f}"
+
+
+def cell_rows(results: list[CellResult]) -> pd.DataFrame:
+    """One row per (result, target): the source -> target cells of the protocol."""
+    rows = []
+    for r in results:
+        own = r.eval_sets[r.source]
+        for target, metric in r.metrics.items():
+            other = r.eval_sets[target]
+            rows.append({
+                "method": r.method.name, "params": r.method.params, "models": r.models["name"],
+                "protocol": r.protocol.name, "category": r.category, "seed": r.seed,
+                "source": short(r.source), "target": short(target),
+                "teacher_id": own.teacher_acc, "student_id": own.student_acc,
+                "teacher_ood": other.teacher_acc, "student_ood": other.student_acc,
+                **metric.model_dump(exclude_none=True),
+                **({"teacher_bon_id": own.teacher_bon, "student_bon_id": own.student_bon,
+                    "teacher_bon_ood": other.teacher_bon, "student_bon_ood": other.student_bon}
+                   if own.teacher_bon is not None else {}),
+                "misfit": r.misfit.disagreement if r.misfit is not None else math.nan,
+            })
+    return pd.DataFrame(rows)
+
+
+def columns_of(cells: pd.DataFrame) -> list[str]:
+    """The metric columns ``cells`` hold: COLUMNS, and BON_COLUMNS where some cell has best-of-N numbers."""
+    has_bon = "bon_nts" in cells and cells["bon_nts"].notna().any()
+    return COLUMNS + (BON_COLUMNS if has_bon else [])
+
+
+def summarise(cells: pd.DataFrame) -> pd.Series:
+    """Mean over cells and seeds, with the spread (std of per-seed means) as ``<col>_sd``; of every column
+    of ``columns_of``."""
+    per_seed = cells.groupby("seed")[columns_of(cells)].mean()
+    mean = per_seed.mean()
+    spread = per_seed.std(ddof=1) if len(per_seed) > 1 else pd.Series(float("nan"), index=per_seed.columns)
+    return pd.concat([mean, spread.add_suffix("_sd"), pd.Series({"cells": len(cells) // len(per_seed),
+                                                                 "seeds": len(per_seed)})])
+
+
+def cell_table(results: list[CellResult]) -> str:
+    """The run's table: each source -> target cell (mean over seeds), then the overall mean."""
+    cells = cell_rows(results)
+    if cells.empty:
+        return "(no results)"
+    lines = []
+    columns = columns_of(cells)
+    grouped = cells.groupby(["source", "target"], sort=False)
+    header = ["source", "target", *(HEADERS[c] for c in columns)]
+    body = []
+    for (source, target), group in grouped:
+        per_seed = group[columns]
+        sd = per_seed.std(ddof=1) if len(per_seed) > 1 else None
+        body.append([source, target, *(fmt(per_seed[c].mean(), None if sd is None else sd[c], c in GAINS)
+                                       for c in columns)])
+    summary = summarise(cells)
+    body.append([f"mean ({int(summary['cells'])} cells", f"x {int(summary['seeds'])} seeds)",
+                 *(fmt(summary[c], summary[f"{c}_sd"], c in GAINS) for c in columns)])
+    widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
+    for row in [header, *body]:
+        lines.append("  ".join(str(v).ljust(w) if i < 2 else str(v).rjust(w) for i, (v, w) in enumerate(zip(row, widths))))
+    lines.insert(1, "-" * len(lines[0]))
+    lines.insert(len(lines) - 1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+TEACHER = "teacher (weak)"
+
+
+def teacher_rows(cells: pd.DataFrame) -> pd.DataFrame:
+    """The weak teacher as a reference row: its own accuracies as the "student" ones, so its WRG,
+    AOG and NTS are 0 and it sits in the ranking where a method stops beating its own teacher.
+    The teacher stage is shared by every method of a cell, so each (seed, source, target) counts once."""
+    keys = ["protocol", "models", "category", "seed", "source", "target"]
+    teacher = cells.drop_duplicates(keys).copy()
+    teacher["method"], teacher["params"] = TEACHER, "reference"
+    teacher["student_id"], teacher["student_ood"] = teacher["teacher_id"], teacher["teacher_ood"]
+    teacher[["wrg", "aog", "nts"]] = 0.0
+    if "bon_nts" in teacher:   # its BoN numbers likewise, where the cells have them
+        teacher["student_bon_id"], teacher["student_bon_ood"] = teacher["teacher_bon_id"], teacher["teacher_bon_ood"]
+        teacher.loc[teacher["bon_nts"].notna(), ["bon_gain_id", "bon_gain_ood", "bon_nts"]] = 0.0
+    return teacher
+
+
+def method_table(results: list[CellResult], by: str | None = None) -> pd.DataFrame:
+    """One row per (method, params, model pair, protocol[, category or source]): means over cells and
+    seeds with spreads, best mean NTS first."""
+    cells = cell_rows(results)
+    if cells.empty:
+        return pd.DataFrame()
+    cells["params"] = cells["params"].map(params_text)
+    cells = pd.concat([cells, teacher_rows(cells)], ignore_index=True)
+    keys = ["protocol", "models", "method", "params", *([by] if by else [])]
+    rows, columns = [], columns_of(cells)
+    for values, group in cells.groupby(keys):
+        summary = summarise(group)
+        rows.append({**dict(zip(keys, values)),
+                     **{HEADERS[c]: fmt(summary.get(c, math.nan), summary.get(f"{c}_sd", math.nan), c in GAINS)
+                        for c in columns},
+                     "cells": int(summary["cells"]), "seeds": int(summary["seeds"]), "_nts": summary["nts"]})
+    order = [by, "_nts"] if by else ["_nts"]
+    return (pd.DataFrame(rows).sort_values(order, ascending=[True, False][-len(order):])
+            .drop(columns="_nts").reset_index(drop=True))

@@ -1,0 +1,462 @@
+"""Results in two layers: a per-cell JSON of numbers and, beside it, every pair's scores.
+
+A cell is one (method, params, model pair, protocol, seed, source): one student training, scored
+on the source's test split and on every target's. ``CellResult`` is the schema of ``result.json``:
+every field is declared here once, with what it holds; the pipeline writes it, and ``bench report``,
+``bench verify``, ``bench submit``, ``bench validate`` and the leaderboard read it through it.
+
+Any number in ``result.json`` can be recomputed from ``scores.csv.gz`` and, on a protocol with
+best-of-N candidate sets, ``candidates.csv.gz`` (every candidate's scores, docs/best-of-n.md);
+``recompute`` is the one function that does it (``bench verify`` and ``bench validate`` both call it).
+A non-finite score is an error there, as it is in the pipeline. The score files are written first and
+``result.json`` last (it records their sha256s), so a cell is complete exactly when its result.json
+loads and the checksums match.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+import zlib
+from collections import defaultdict
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bench.core.io import atomic_write_bytes, atomic_write_json, csv_gz_bytes, read_csv_gz, sha256_file
+from bench.core.metrics import accuracy, bon_accuracy, bon_cell_metrics, cell_metrics
+from bench.core.specs import stable_hash
+
+SCHEMA_VERSION = 1
+RESULT_FILE = "result.json"
+SCORES_FILE = "scores.csv.gz"
+# Beside the cell's files when its method is not built in (a method file, a package's): the method's
+# source, which bench submit puts into the submission for a reviewer to read (methods.method_source).
+METHOD_SOURCE_FILE = "method_source.py"
+SCORE_COLUMNS = ("eval_set", "pair_id", "teacher_chosen", "teacher_rejected", "student_chosen", "student_rejected")
+# A protocol with candidate sets (ProtocolSpec.candidates): every candidate's teacher and student score, one row
+# per candidate, a set's rows in candidate order. ``pair_id``: the eval pair a set is built from, whose chosen
+# and rejected are its candidates 0 and 1 (their scores are the pair's in SCORES_FILE); empty for a set without one.
+CANDIDATES_FILE = "candidates.csv.gz"
+CANDIDATE_COLUMNS = ("eval_set", "set_id", "pair_id", "candidate", "grade", "teacher", "student")
+
+Number = Annotated[float, Field(allow_inf_nan=False)]   # a JSON number: NaN and infinities are refused
+ParamValue = str | int | float | bool | None
+
+
+class _Schema(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class ProtocolRef(_Schema):
+    name: str                          # e.g. "mini", or "w2s-shift-v1+cap-train200-test100" when capped
+    version: str                       # the protocol's version string
+    hash: str                          # bench.core.protocols.protocol_hash: the protocol and all its dataset specs
+    seeding: Literal["per-source"] | None = None   # ProtocolSpec.seeding when each cell has seeds of its own (its
+                                                    # runs are independent); None: a seed's sources share theirs (v1)
+    looks: list[int] | None = None     # ProtocolSpec.looks, [first, last]: the seeds a paired comparison may be
+                                       # decided at (bench.core.sequential); None: one fixed look
+    candidates: int | None = None      # ProtocolSpec.candidates: N of the best-of-N sets every cell scores; None: none
+
+
+class MethodRecord(_Schema):
+    name: str                          # the registered name, e.g. "anchor"
+    params: dict[str, ParamValue]      # every parameter with the value used (defaults filled in)
+    labels: Literal["teacher", "gold"]  # what the student learned from
+    trains: bool                       # False for rule-based methods (no student model)
+    paper: str                         # the method's source, from its docstring's front matter
+    origin: dict[str, Any]             # where its code came from: built-in, a package, a file; with its sha256
+
+
+class EvalSetResult(_Schema):
+    role: Literal["id", "ood"]         # the source's own test split, or a target's
+    n_pairs: int                       # pairs scored
+    teacher_acc: Number                # accuracy in points (a tie counts half)
+    student_acc: Number
+    # On a protocol with candidate sets (else None): the sets scored (one per test pair) and the BoN accuracy
+    # in points, bench.core.metrics.bon_accuracy: the share of sets whose top-scored candidate is gold-best
+    n_sets: int | None = None
+    teacher_bon: Number | None = None
+    student_bon: Number | None = None
+
+
+class CellMetrics(_Schema):
+    wrg: Number                        # Acc_student(S) - Acc_teacher(S), bench/core/metrics.py
+    aog: Number                        # Acc_student(T) - Acc_teacher(T)
+    nts: Number                        # AOG - max(0, Acc_teacher(S) - Acc_student(S))
+    # WRG, AOG and NTS of BoN accuracies (bench.core.metrics.bon_cell_metrics), on a protocol with candidate sets
+    bon_gain_id: Number | None = None  # BoN_student(S) - BoN_teacher(S)
+    bon_gain_ood: Number | None = None  # BoN_student(T) - BoN_teacher(T)
+    bon_nts: Number | None = None      # BoN gain OOD - max(0, BoN_teacher(S) - BoN_student(S))
+
+
+class ScoresFile(_Schema):
+    name: str                          # SCORES_FILE (or CANDIDATES_FILE), beside result.json
+    sha256: str                        # of the file's bytes: a changed scores file makes the cell incomplete
+    columns: list[str]                 # SCORE_COLUMNS (CANDIDATE_COLUMNS)
+
+
+class Misfit(_Schema):
+    pairs: int                         # half-B pairs measured (the first of its seeded order)
+    squared: Number                    # mean (P_student(a > b) - q)^2, q the teacher's soft label
+    disagreement: Number               # % of those pairs where student and teacher prefer different responses
+
+
+# What the board shows beside a student trained outside the harness (bench evaluate): its per-pair
+# scores recompute like any cell's, but nothing can rerun its training.
+EXTERNAL_NOTE = "external training: scores recompute, training not reproduced"
+
+
+class LabelsRecord(_Schema):
+    kind: Literal["teacher", "gold"]   # the teacher's soft labels on half B, or its gold labels (the ceiling)
+    pairs: int                         # half-B pairs the student learns from
+    format: str                        # the digest's definition: bench.core.label_digest.LABEL_FORMAT
+    digest: str                        # bench.core.label_digest.label_digest of those pairs, ordered by the label, with it
+    stage: str | None = None           # the label stage's cache key when a label-side method made the labels
+                                       # (bench/stages/label_stage.py; its pairs may be a subset of half B); None: the
+                                       # teacher's (or gold) labels of every half-B pair
+
+
+class ExternalStudent(_Schema):
+    note: str                          # EXTERNAL_NOTE
+    checkpoint: dict[str, Any]         # the reward model scored: local folder (weights' sha256 per file) or hub id and commit
+    trained_on: str                    # the label digest of the data it was trained on, as its submitter declares it
+                                       # (bench evaluate --labels); must equal labels.digest, the cell's own
+    adapter: dict[str, Any] | None = None   # a peft adapter on it, recorded the same way; None without one
+
+
+class CellResult(_Schema):
+    schema_version: int                # SCHEMA_VERSION; a cell of another schema is not read
+    cell_key: str                      # hash of everything that decides the numbers; a rerun skips a matching cell
+    protocol: ProtocolRef
+    method: MethodRecord
+    models: dict[str, Any]             # the ModelPairSpec as plain JSON, each model with its resolved "revision"
+    source: str                        # the dataset the student trained on (its train pool's half B)
+    category: str                      # the source's category; its siblings are the targets
+    seed: int                          # the cell's seed
+    replicate: int = 0                 # r > 0: the student trained again with fresh randomness, same teacher and
+                                       # labels (bench.core.data.stage_seed; the A/A test); its row is ``slug#r``
+    derived_seeds: dict[str, int]      # the seed of each stage, bench.core.data.stage_seed(protocol, seed, source, stage)
+    eval_sets: dict[str, EvalSetResult]   # the source's test split (id) and each target's (ood)
+    metrics: dict[str, CellMetrics]    # per target
+    datasets: dict[str, dict[str, Any]]   # per split read: where its rows came from, read, kept, dropped by reason
+    formatters: dict[str, dict[str, Any]]  # weak and strong: tokenizer and template with sha256s, max length
+    sizes: dict[str, int]              # train pool, halves, their prompts, truncated student sequences
+    teacher: dict[str, Any]            # teacher cache key, whether reused, its training log and label stats
+    student: dict[str, Any]            # the student's training log and its scorer
+    misfit: Misfit | None = None       # the trained student against its teacher's labels; None when nothing trains
+    labels: LabelsRecord | None = None  # what the student learns from, by digest; None in results written before it
+    label_stage: dict[str, Any] | None = None   # a label-side method's label stage: cache key, reused, pairs kept, and
+                                                # what the method recorded (bench/stages/label_stage.py); None without one
+    external: ExternalStudent | None = None   # set by bench evaluate: a student trained outside the harness
+    timings_s: dict[str, float]        # seconds per stage
+    environment: dict[str, Any]        # bench.core.env.environment(): versions, git commit, device, threads, cpu
+    command: str                       # the command that ran the cell (paths made local by bench submit)
+    created_utc: str                   # ISO time the cell finished
+    scores_file: ScoresFile | None = None   # set by write_cell, once the scores file is on disk
+    candidates_file: ScoresFile | None = None   # set by write_cell on a protocol with candidate sets: CANDIDATES_FILE
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+def read_result(data: dict[str, Any]) -> CellResult:
+    """A result.json's content as a CellResult; ``ValidationError`` names every bad field."""
+    return CellResult.model_validate(data)
+
+
+def params_slug(method: str, params: dict) -> str:
+    """A readable folder name for a method and its params, e.g. ``anchor_lam=1.0_layers=last``."""
+    slug = "_".join([method, *(f"{k}={v}" for k, v in sorted(params.items()))])
+    slug = re.sub(r"[^A-Za-z0-9.=_+-]", "-", slug)
+    return slug if len(slug) <= 96 else f"{slug[:80]}_{stable_hash(params, 12)}"
+
+
+def replicate_slug(slug: str, replicate: int) -> str:
+    """A run's name: the method's slug, with ``#r`` for replicate r > 0 (``naive#1``)."""
+    return f"{slug}#{replicate}" if replicate else slug
+
+
+def cell_dir(out: Path, protocol: str, models: str, slug: str, seed: int, source: str) -> Path:
+    return Path(out) / protocol / models / slug / f"seed{seed}" / source.replace("/", "__")
+
+
+def write_cell(folder: Path, result: CellResult, score_rows: list[tuple], method_source: bytes | None = None,
+               candidate_rows: list[tuple] | None = None) -> CellResult:
+    """The cell's files, result.json last (a cell is finished once it is there): the method's source
+    when given (METHOD_SOURCE_FILE), the per-pair scores, the per-candidate scores when given
+    (CANDIDATES_FILE), then the result with the score files' sha256s."""
+    if method_source is not None:
+        atomic_write_bytes(folder / METHOD_SOURCE_FILE, method_source)
+    files = {"scores_file": (SCORES_FILE, SCORE_COLUMNS, score_rows)}
+    if candidate_rows is not None:
+        files["candidates_file"] = (CANDIDATES_FILE, CANDIDATE_COLUMNS, candidate_rows)
+    written = {}
+    for key, (name, columns, rows) in files.items():
+        atomic_write_bytes(folder / name, csv_gz_bytes(columns, rows))
+        written[key] = ScoresFile(name=name, sha256=sha256_file(folder / name), columns=list(columns))
+    result = result.model_copy(update=written)
+    atomic_write_json(folder / RESULT_FILE, result.to_json())
+    return result
+
+
+class CellFiles(NamedTuple):
+    """A finished cell as read from its folder: the result and the rows of its score files."""
+
+    result: CellResult
+    rows: list[dict[str, str]]                    # SCORES_FILE's
+    candidates: list[dict[str, str]] | None       # CANDIDATES_FILE's; None on a protocol without candidate sets
+
+
+def _recorded(folder: Path, record: ScoresFile | None, name: str) -> list[dict[str, str]] | None:
+    """The rows of a score file the result records, if it is there and its sha256 is the recorded one."""
+    path = Path(folder) / name
+    if record is None or not path.is_file() or sha256_file(path) != record.sha256:
+        return None
+    return read_csv_gz(path)
+
+
+def read_cell_files(folder: Path) -> CellFiles | None:
+    """The cell's result and score rows if it is finished: its result.json loads, its score files are the
+    ones it records, and every number recomputes from those scores (an edited result.json is not a
+    finished cell). Else None."""
+    try:
+        data = json.loads((Path(folder) / RESULT_FILE).read_text())
+        if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+            return None
+        result = read_result(data)
+        rows = _recorded(folder, result.scores_file, SCORES_FILE)
+        candidates = _recorded(folder, result.candidates_file, CANDIDATES_FILE) if result.candidates_file else None
+        if rows is None or (result.candidates_file is not None and candidates is None):
+            return None
+    except (OSError, EOFError, ValueError, ValidationError, zlib.error, csv.Error):
+        return None
+    return None if recompute(result, rows, candidates) else CellFiles(result, rows, candidates)
+
+
+def read_cell(folder: Path) -> tuple[CellResult, list[dict[str, str]]] | None:
+    """The cell's result and its per-pair score rows if it is finished (``read_cell_files``), else None."""
+    found = read_cell_files(folder)
+    return None if found is None else (found.result, found.rows)
+
+
+def load_cell(folder: Path) -> CellResult | None:
+    """The cell's result if it is finished (``read_cell``), else None."""
+    found = read_cell_files(folder)
+    return None if found is None else found.result
+
+
+# --- the one recompute ---------------------------------------------------------------------------------
+def accuracies_from_scores(rows: Iterable[dict[str, str]]) -> dict[str, dict[str, float]]:
+    """``{eval_set: {"teacher": acc, "student": acc, "n_pairs": n}}`` from per-pair score rows.
+    Raises ValueError naming the eval set, pair and column of a score that is not a finite number."""
+    columns: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        for name in SCORE_COLUMNS[2:]:
+            try:
+                value = float(row[name])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"{row.get('eval_set')}: pair {row.get('pair_id')!r} has no number in column {name}; "
+                                 f"a scores file has the columns {', '.join(SCORE_COLUMNS)}") from None
+            if not math.isfinite(value):
+                raise ValueError(f"{row['eval_set']}: pair {row['pair_id']!r} has {name} = {row[name]}, not a finite "
+                                 "score; the model that produced it is broken (NaN or infinite weights): rerun the cell")
+            columns[row["eval_set"]][name].append(value)
+    return {
+        eval_set: {"teacher": accuracy(c["teacher_chosen"], c["teacher_rejected"]),
+                   "student": accuracy(c["student_chosen"], c["student_rejected"]),
+                   "n_pairs": len(c["teacher_chosen"])}
+        for eval_set, c in columns.items()
+    }
+
+
+class SetScores(NamedTuple):
+    """One candidate set's rows of CANDIDATES_FILE: its grades and scores in candidate order."""
+
+    set_id: str
+    pair_id: str                       # "" for a set not built from an eval pair
+    grades: list[float]
+    teacher: list[float]
+    student: list[float]
+
+
+def candidate_sets_from_rows(rows: Iterable[dict[str, str]]) -> dict[str, list[SetScores]]:
+    """Per eval set, its candidate sets in file order, from CANDIDATES_FILE rows. Raises ValueError naming the
+    eval set, set and column of what is wrong: a grade or score that is not a finite number, a set whose rows
+    are not its candidates 0, 1, ... in order (two or more) or name two pairs, a set id given twice."""
+    sets: dict[str, list[SetScores]] = defaultdict(list)
+    seen: set[tuple[str, str]] = set()
+    for row in rows:
+        eval_set, set_id, candidate = row.get("eval_set"), row.get("set_id"), row.get("candidate")
+        where = f"{eval_set}: set {set_id!r} of {CANDIDATES_FILE}"
+        values = {}
+        for name in ("grade", "teacher", "student"):
+            try:
+                values[name] = float(row[name])
+            except (KeyError, TypeError, ValueError):
+                raise ValueError(f"{where}: candidate {candidate} has no number in column {name}; a candidates file "
+                                 f"has the columns {', '.join(CANDIDATE_COLUMNS)}") from None
+            if not math.isfinite(values[name]):
+                raise ValueError(f"{where}: candidate {candidate} has {name} = {row[name]}, not a finite number; the "
+                                 "model that produced it is broken (NaN or infinite weights): rerun the cell")
+        own = sets[eval_set]
+        if own and own[-1].set_id == set_id and candidate == str(len(own[-1].grades)) and \
+                row.get("pair_id") == own[-1].pair_id:
+            current = own[-1]
+        elif candidate == "0" and (eval_set, set_id) not in seen:
+            seen.add((eval_set, set_id))
+            current = SetScores(set_id, row.get("pair_id") or "", [], [], [])
+            own.append(current)
+        else:
+            raise ValueError(f"{where}: row of candidate {candidate!r} is out of place: a set's rows are its candidates "
+                             "0, 1, 2, ... in order, together, with one pair_id, and a set id appears once per eval set")
+        for name, column in (("grade", current.grades), ("teacher", current.teacher), ("student", current.student)):
+            column.append(values[name])
+    for eval_set, own in sets.items():
+        for one in own:
+            if len(one.grades) < 2:
+                raise ValueError(f"{eval_set}: set {one.set_id!r} of {CANDIDATES_FILE} has one candidate; a set has two "
+                                 "or more")
+    return dict(sets)
+
+
+def bon_from_candidates(sets: dict[str, list[SetScores]]) -> dict[str, dict[str, float]]:
+    """``{eval_set: {"teacher": bon, "student": bon, "n_sets": n}}``: BoN accuracies (bench.core.metrics.bon_accuracy)."""
+    return {eval_set: {"teacher": bon_accuracy([s.teacher for s in own], [s.grades for s in own]),
+                       "student": bon_accuracy([s.student for s in own], [s.grades for s in own]),
+                       "n_sets": len(own)}
+            for eval_set, own in sets.items()}
+
+
+def _candidates_match_pairs(sets: dict[str, list[SetScores]], rows: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """A set built from an eval pair scores its candidates 0 and 1 as the pair's chosen and rejected
+    (bench.core.candidates): their four scores in CANDIDATES_FILE must be the pair's in SCORES_FILE, float for float."""
+    pairs = {(row["eval_set"], row["pair_id"]): row for row in rows}
+    problems = []
+    for eval_set, own in sets.items():
+        for one in own:
+            if not one.pair_id:
+                continue
+            pair = pairs.get((eval_set, one.pair_id))
+            field = f"candidates.{eval_set}.{one.set_id}"
+            if pair is None:
+                problems.append((field, f"set {one.set_id!r} of {eval_set} in {CANDIDATES_FILE} names pair "
+                                        f"{one.pair_id!r}, which {SCORES_FILE} does not score"))
+                continue
+            for who in ("teacher", "student"):
+                for k, side in enumerate(("chosen", "rejected")):
+                    if getattr(one, who)[k] != float(pair[f"{who}_{side}"]):
+                        problems.append((field, f"set {one.set_id!r} of {eval_set}: candidate {k}'s {who} score in "
+                                                f"{CANDIDATES_FILE} is {getattr(one, who)[k]}, but it is pair "
+                                                f"{one.pair_id!r}'s {side} response, which {SCORES_FILE} scores "
+                                                f"{pair[f'{who}_{side}']}"))
+    return problems
+
+
+def recompute_bon(result: CellResult, rows: list[dict[str, str]], candidates: Iterable[dict[str, str]] | None
+                  ) -> list[tuple[str, str]]:
+    """The BoN numbers of a cell against its per-candidate score rows (None: the cell has none), as ``recompute``."""
+    declared = result.candidates_file is not None or any(e.n_sets is not None for e in result.eval_sets.values())
+    if candidates is None:
+        return [("candidates_file", f"the cell records best-of-N numbers but its per-candidate scores "
+                                    f"({CANDIDATES_FILE}) are not given")] if declared else []
+    if not declared:
+        return [("candidates_file", f"per-candidate scores ({CANDIDATES_FILE}) are given but the cell records no "
+                                    "best-of-N numbers")]
+    try:
+        sets = candidate_sets_from_rows(candidates)
+    except ValueError as error:
+        return [("candidates", str(error))]
+    problems = _candidates_match_pairs(sets, rows)
+    got = bon_from_candidates(sets)
+    for name, stored in result.eval_sets.items():
+        if name not in got:
+            problems.append((f"eval_sets.{name}", f"has no candidate sets in {CANDIDATES_FILE}"))
+            continue
+        for who in ("teacher", "student"):
+            value = getattr(stored, f"{who}_bon")
+            if value is None or not math.isclose(value, got[name][who], abs_tol=1e-9):
+                problems.append((f"eval_sets.{name}.{who}_bon", f"is {value} but the candidate scores in "
+                                                                f"{CANDIDATES_FILE} give {got[name][who]} ({who} BoN accuracy)"))
+        if stored.n_sets != got[name]["n_sets"]:
+            problems.append((f"eval_sets.{name}.n_sets", f"is {stored.n_sets} but {CANDIDATES_FILE} holds "
+                                                         f"{got[name]['n_sets']} sets"))
+    for name in sorted(set(got) - set(result.eval_sets)):
+        problems.append((f"eval_sets.{name}", f"has candidate sets in {CANDIDATES_FILE} but is not one of the cell's "
+                                              "eval sets"))
+    if result.source in got:
+        problems += _metric_problems(result, bon_cell_metrics(got, result.source),
+                                     f"the candidate scores in {CANDIDATES_FILE}")
+    return problems
+
+
+def _metric_problems(result: CellResult, recomputed: dict[str, dict[str, float]], given_by: str
+                     ) -> list[tuple[str, str]]:
+    """``(field, problem)`` for each per-target metric of ``result`` that is not the ``recomputed`` one (to 1e-9)."""
+    problems = []
+    for target, values in recomputed.items():
+        stored_metrics = result.metrics.get(target)
+        for metric, value in values.items():
+            stored = None if stored_metrics is None else getattr(stored_metrics, metric)
+            if stored is None or not math.isclose(stored, value, abs_tol=1e-9):
+                problems.append((f"metrics.{target}.{metric}", f"is {stored} but {given_by} give {value}"))
+    return problems
+
+
+def recompute(result: CellResult, rows: Iterable[dict[str, str]],
+              candidates: Iterable[dict[str, str]] | None = None) -> list[tuple[str, str]]:
+    """Every accuracy and metric of a cell against its per-pair score rows and, on a protocol with
+    candidate sets, its per-candidate score rows (``recompute_bon``): ``(field, problem)`` for each
+    mismatch, empty when every number recomputes (to 1e-9)."""
+    rows = list(rows)   # read twice: here, and against the candidates' first two scores
+    try:
+        got = accuracies_from_scores(rows)
+    except ValueError as error:
+        return [("scores", str(error))]
+    problems = []
+    for name, stored in result.eval_sets.items():
+        if name not in got:
+            problems.append((f"eval_sets.{name}", "has no per-pair scores"))
+            continue
+        for who in ("teacher", "student"):
+            value = getattr(stored, f"{who}_acc")
+            if not math.isclose(value, got[name][who], abs_tol=1e-9):
+                problems.append((f"eval_sets.{name}.{who}_acc",
+                                 f"is {value} but the per-pair scores give {got[name][who]} ({who} accuracy)"))
+        if stored.n_pairs != got[name]["n_pairs"]:
+            problems.append((f"eval_sets.{name}.n_pairs", f"is {stored.n_pairs} but {got[name]['n_pairs']} pairs are scored"))
+    for name in sorted(set(got) - set(result.eval_sets)):
+        problems.append((f"eval_sets.{name}", "has per-pair scores but is not one of the cell's eval sets"))
+    if result.source in got:
+        problems += _metric_problems(result, cell_metrics(got, result.source), "the per-pair scores")
+    return problems + recompute_bon(result, rows, candidates)
+
+
+def recompute_folder(folder: Path) -> list[str]:
+    """``recompute`` for a results folder's cell, as lines to print; a scores file changed since the
+    run is reported and still recomputed, so the lines say what changed."""
+    folder = Path(folder)
+    try:
+        result = read_result(json.loads((folder / RESULT_FILE).read_text()))
+        rows = read_csv_gz(folder / SCORES_FILE)
+        candidates = read_csv_gz(folder / CANDIDATES_FILE) if result.candidates_file is not None else None
+    except (OSError, EOFError, ValueError, ValidationError, zlib.error, csv.Error):
+        return ["incomplete: result.json missing, unreadable or of another schema, or its score files missing or "
+                "unreadable; a rerun recomputes this cell"]
+    problems = [f"{name}: changed since the run (its sha256 is not the one result.json records)"
+                for name, record in ((SCORES_FILE, result.scores_file), (CANDIDATES_FILE, result.candidates_file))
+                if (name == SCORES_FILE or record is not None)
+                and (record is None or sha256_file(folder / name) != record.sha256)]
+    return problems + [f"{field}: {problem}" for field, problem in recompute(result, rows, candidates)]
+
+
+def find_cells(root: Path) -> list[CellResult]:
+    """Every finished cell result under ``root`` (``read_cell``)."""
+    found = []
+    for path in sorted(Path(root).rglob(RESULT_FILE)):
+        result = load_cell(path.parent)
+        if result is not None:
+            found.append(result)
+    return found

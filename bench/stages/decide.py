@@ -1,0 +1,114 @@
+"""``bench compare A B --until-decided``: grow a paired comparison seed by seed until it is decided.
+
+On a protocol whose runs are independent (ProtocolSpec.seeding "per-source") with a sequential plan
+(ProtocolSpec.looks), each round:
+  1. looks at A - B on NTS over the whole seeds both hold (bench.core.runs.runs_delta: stratified by source,
+     with the plan's boundary at this many seeds, so stopping as soon as it decides keeps its 95%);
+  2. stops when that interval excludes 0 (decided), when its half-width is at most ``precision`` points,
+     when the plan's last look is reached, or when this command has spent ``budget`` CPU-hours;
+  3. else runs the next ``batch`` seeds of both methods on every source (bench.stages.pipeline: a finished cell
+     is skipped, so a stopped command resumes where it was, and cells another comparison ran are reused).
+It prints every look and what it spent (CPU-seconds of this process and its workers).
+"""
+from __future__ import annotations
+
+import resource
+import sys
+from pathlib import Path
+
+from bench.core.errors import BenchError
+
+
+def cpu_seconds() -> float:
+    """This process's and its finished children's (the cell workers') user + system CPU time."""
+    return sum(u.ru_utime + u.ru_stime for u in (resource.getrusage(resource.RUSAGE_SELF),
+                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+
+def settings_of(result, out: Path, cache_dir: Path | None):
+    """RunSettings that run more seeds of the method, protocol and model pair a finished cell records."""
+    import dataclasses
+
+    from bench.core.protocols import MODEL_PAIRS, protocol_named
+    from bench.core.settings import RunSettings, default_cache_dir
+    from bench.core.specs import EarlyStopping
+
+    protocol = protocol_named(result.protocol.name)
+    name = result.models["name"]
+    models = MODEL_PAIRS.get(name.partition("+")[0])
+    stopping = (result.models.get("student_train") or {}).get("early_stopping")
+    if stopping:
+        models = models.early_stopped(EarlyStopping(**stopping))
+    if models.name != name:
+        raise BenchError(f"model pair {name!r} is not one this harness can rebuild by name; run its seeds with bench run")
+    params = {key: str(value) for key, value in result.method.params.items() if value is not None}
+    return RunSettings(protocol=protocol, models=dataclasses.replace(models), method=result.method.name,
+                       params=params, out=out, cache_dir=cache_dir or default_cache_dir(), replicate=result.replicate,
+                       command=f"bench compare --until-decided ({result.method.name})")
+
+
+def first_result(out: Path, slug: str):
+    """A finished cell of the run named ``slug`` (bench.core.results.replicate_slug) under ``out`` (which
+    ``board_for`` has checked holds one protocol x model pair)."""
+    from bench.core.results import RESULT_FILE, load_cell, params_slug, replicate_slug
+
+    for path in sorted(Path(out).rglob(RESULT_FILE)):
+        result = load_cell(path.parent)
+        if result is not None and \
+                replicate_slug(params_slug(result.method.name, result.method.params), result.replicate) == slug:
+            return result
+    raise BenchError(f"no finished cell of {slug} under {out}")
+
+
+def run_seeds(settings, seeds: list[int], jobs: int) -> None:
+    from bench.stages.executors import make_executor
+    from bench.stages.pipeline import run
+    from bench.stages.sweep import run_parallel
+
+    settings = settings.replace(seeds=tuple(seeds), sources=settings.protocol.datasets)
+    if jobs > 1 and len(settings.cells) > 1:
+        run_parallel(settings, make_executor("processes", jobs=jobs))
+    else:
+        run(settings)
+
+
+def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: float = 1.0, batch: int = 1,
+                  jobs: int = 1, cache_dir: Path | None = None) -> int:
+    from bench.core.compare import board_for, interval_text
+
+    board, (slug_a, slug_b) = board_for(out, [a, b])
+    if not board.independent:
+        raise BenchError(f"{a} and {b} are on a protocol whose sources share their seeds (v1): its runs are not "
+                         "independent, so it has no sequential plan. Compare on a protocol seeded per source (mini v2)")
+    results = [first_result(out, slug) for slug in (slug_a, slug_b)]
+    protocol, models = results[0].protocol.name, results[0].models["name"]
+    if results[0].protocol.looks is None:
+        raise BenchError(f"protocol {protocol} has no sequential plan (ProtocolSpec.looks): it decides at its seeds alone")
+    first, last = results[0].protocol.looks
+    sides = [settings_of(result, Path(out), cache_dir) for result in results]
+    spent, start = 0.0, cpu_seconds()
+    print(f"{slug_a} − {slug_b} on {protocol}/{models}: NTS over independent runs, looks at {first}..{last} seeds; "
+          f"stop when decided, at ±{precision:g} points, at {last} seeds or after {budget_hours:g} CPU-hours")
+    while True:
+        board, _ = board_for(out, [slug_a, slug_b])
+        delta = board.runs_delta(slug_a, slug_b)
+        half = (delta.high - delta.low) / 2
+        spent = cpu_seconds() - start
+        print(f"  {delta.seeds} seeds, {delta.runs} runs: {delta.estimate:+.2f} {interval_text(delta.low, delta.high)} "
+              f"(boundary t {delta.boundary:.2f}, df {delta.df}, run SD {delta.sd:.2f}); "
+              f"{spent / 3600:.2f} CPU-hours spent here", flush=True)
+        reason = ("decided" if delta.decided else f"half-width {half:.2f} <= {precision:g}" if half <= precision
+                  else f"the plan's last look ({last} seeds)" if delta.seeds >= last
+                  else f"the budget ({budget_hours:g} CPU-hours)" if spent >= budget_hours * 3600 else None)
+        if reason:
+            verdict = (f"{'better' if delta.estimate > 0 else 'worse'} than {slug_b}" if delta.decided
+                       else "undecided")
+            print(f"stopped: {reason}. {slug_a} is {verdict}: {delta.estimate:+.2f} "
+                  f"{interval_text(delta.low, delta.high)} over {delta.runs} runs ({delta.seeds} seeds); "
+                  f"{spent:.0f} CPU-seconds spent by this command")
+            return 0
+        seeds = list(range(min(last, delta.seeds + batch)))
+        print(f"  running seeds {delta.seeds}..{seeds[-1]} of both ({len(sides)} methods x "
+              f"{len(sides[0].protocol.datasets)} sources)", file=sys.stderr, flush=True)
+        for settings in sides:
+            run_seeds(settings, seeds, jobs)
