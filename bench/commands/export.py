@@ -74,7 +74,8 @@ def _tables(v) -> tuple[list[dict], list[dict], dict]:
             cells.append({"seed": result.seed, "source": result.source, "category": result.category, "target": target,
                           "teacher_id": own.teacher_acc, "student_id": own.student_acc,
                           "teacher_ood": result.eval_sets[target].teacher_acc,
-                          "student_ood": result.eval_sets[target].student_acc, **metrics.model_dump(),
+                          "student_ood": result.eval_sets[target].student_acc,
+                          **metrics.model_dump(exclude_none=True),   # BoN metrics only where the protocol has them
                           "misfit": result.misfit.disagreement if result.misfit else None,
                           "labels_digest": result.labels.digest if result.labels else None,
                           "teacher_cache_key": result.teacher.get("cache_key"),
