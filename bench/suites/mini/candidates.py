@@ -32,11 +32,9 @@ accuracies), and set i is the same whichever K prompts get sets.
 
 **Which prompts get a set: all of them.** ``candidate_sets(..., k)`` builds the sets of the first k
 test pairs, and a protocol should score the N = 4 sets of every test prompt (K = its test size):
-benchmarks/bench_bon_cost.py measured that they add 20-22% to a ``mini`` x ``tiny`` cell (N = 4 on
-all 400 prompts of each eval set: the student's eval scoring 1.93x, the teacher's 2.01x, medians of 3
-interleaved rounds on the 2-core development machine; the shares of a cell from the committed naive
-cells' timers), within issue 32's bar of 25%, while a smaller K would widen BoN's interval for a few
-points of time (its standard error grows as 1 / sqrt(K)). An N = 16 set costs 14 new sequences, seven
+what that adds to a ``mini`` x ``tiny`` cell is within the 25% best-of-N may cost (measured by
+benchmarks/bench_bon_cost.py; the numbers in docs/best-of-n.md, Cost), while a smaller K would widen
+BoN's interval for a few points of time (its standard error grows as 1 / sqrt(K)). An N = 16 set costs 14 new sequences, seven
 times an N = 4 set, so N = 16 on every prompt would multiply the eval sets' scoring by eight: it does
 not fit the bar on top of N = 4, and a protocol that wants it scores it on fewer prompts or on
 reference runs only. Where a protocol takes fewer, it takes the first K: the test pairs are independent draws
