@@ -22,7 +22,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.core.cells import correctness  # noqa: E402
-from bench.core.results import RESULT_FILE, params_slug, read_cell  # noqa: E402
+from bench.core.result_schema import RESULT_FILE  # noqa: E402
+from bench.core.results import params_slug, read_cell  # noqa: E402
 
 
 def cells(root: Path) -> dict[tuple, tuple]:

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.core.cells import load_cells  # noqa: E402
-from bench.core.results import RESULT_FILE  # noqa: E402
+from bench.core.result_schema import RESULT_FILE  # noqa: E402
 from bench.core.runs import cell_value  # noqa: E402
 
 

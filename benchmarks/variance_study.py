@@ -149,7 +149,8 @@ def runs_of(folder: Path, test_size: int | None) -> list[dict]:
     """Every finished cell under a design's folder: run name, seed, source, teacher and student accuracy
     on the ID split and each target (on the first ``test_size`` pairs of each split when given)."""
     from bench.core.cells import correctness
-    from bench.core.results import RESULT_FILE, params_slug, read_cell, replicate_slug
+    from bench.core.result_schema import RESULT_FILE
+    from bench.core.results import params_slug, read_cell, replicate_slug
 
     found = []
     for path in sorted(folder.rglob(RESULT_FILE)):

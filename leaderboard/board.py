@@ -22,7 +22,7 @@ from bench.submissions.limits import Validation
 from bench.submissions.tree import teacher_conflicts
 
 # How a row of a method that is not built in is marked (method.origin.kind): its code is not the harness's,
-# so what it did is read in its source, which the submission carries (bench.core.results.METHOD_SOURCE_FILE).
+# so what it did is read in its source, which the submission carries (bench.core.result_schema.METHOD_SOURCE_FILE).
 NOT_BUILT_IN = {kind: f"method from {what}, not built in: its source is in the submission (method_source.py)"
                 for kind, what in (("file", "a method file"), ("entry point", "an installed package"))}
 

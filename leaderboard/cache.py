@@ -41,10 +41,12 @@ FORMAT = 2   # the layout of an entry; bump it when what is stored changes
 # What a submission's validation outcome depends on besides its files: the check itself, the
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
-VALIDATION_CODE = ("bench.submissions.check", "bench.submissions.limits", "bench.submissions.schema",
-                   "bench.submissions.reference", "bench.core.data", "bench.core.registry", "bench.submissions.scores",
-                   "bench.submissions.commands", "bench.core.results", "bench.core.metrics", "bench.core.report",
-                   "bench.core.stats", "bench.core.cells", "bench.core.runs", "bench.core.sequential", "bench.core.specs",
+VALIDATION_CODE = ("bench.submissions.check", "bench.submissions.cell_checks", "bench.submissions.fields",
+                   "bench.submissions.limits", "bench.submissions.schema",
+                   "bench.submissions.reference", "bench.core.data", "bench.core.registry",
+                   "bench.submissions.scores", "bench.submissions.commands", "bench.core.results",
+                   "bench.core.result_schema", "bench.core.metrics", "bench.core.report", "bench.core.stats",
+                   "bench.core.cells", "bench.core.runs", "bench.core.sequential", "bench.core.specs",
                    "bench.core.errors", "bench.core.protocols", "bench.core.io", "leaderboard.cache")
 
 
@@ -101,7 +103,7 @@ def _to_json(v: Validation, key: str) -> dict:
 
 
 def _from_json(data: dict, folder: Path) -> Validation:
-    from bench.core.results import CellResult
+    from bench.core.result_schema import CellResult
 
     pairs = [Cell(c["method"], int(c["seed"]), c["source"], c["category"], tuple(
         EvalSet(e["name"], e["role"], tuple(e["pair_ids"]), correctness_from_text(e["teacher"], len(e["pair_ids"])),

@@ -97,7 +97,7 @@ class Row:
     paper: str = ""
     paper_url: str = ""
     code: MethodCode | None = None
-    external: str = ""    # the mark of students trained outside the harness (bench.core.results.EXTERNAL_NOTE)
+    external: str = ""    # the mark of students trained outside the harness (bench.core.result_schema.EXTERNAL_NOTE)
     params: str = ""      # shown under the method's name where the params column is hidden (narrow screens)
     search: str = ""      # what the search box matches, lower case
 

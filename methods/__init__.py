@@ -155,7 +155,7 @@ def method_origin(cls: type[Method]) -> dict:
 
 def method_source(cls: type[Method]) -> bytes | None:
     """The source file of a method that is not built in (a method file's, or an installed package's
-    class's): its results keep a copy and a submission of it carries one (bench.core.results.METHOD_SOURCE_FILE),
+    class's): its results keep a copy and a submission of it carries one (bench.core.result_schema.METHOD_SOURCE_FILE),
     so that a reviewer can read what trained its students. None for a built-in method."""
     source = inspect.getsourcefile(cls)
     if method_origin(cls)["kind"] == "built-in" or not source:

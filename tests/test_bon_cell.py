@@ -13,14 +13,8 @@ from small_runs import edit_json, first_cell
 from bench.core.errors import BenchError
 from bench.core.io import read_csv_gz, sha256_file
 from bench.core.metrics import bon_accuracy, bon_cell_metrics
-from bench.core.results import (
-    CANDIDATES_FILE,
-    RESULT_FILE,
-    SCORES_FILE,
-    find_cells,
-    read_cell_files,
-    recompute_folder,
-)
+from bench.core.result_schema import CANDIDATES_FILE, RESULT_FILE, SCORES_FILE
+from bench.core.results import find_cells, read_cell_files, recompute_folder
 from bench.core.settings import RunSettings
 from bench.stages import pipeline
 from bench.submissions import SUBMISSION_FILE, cell_folder, submit, validate_submission

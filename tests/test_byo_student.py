@@ -21,7 +21,8 @@ from small_runs import edit_json, first_cell, reseal
 
 from bench.cli import main
 from bench.core.io import sha256_file
-from bench.core.results import EXTERNAL_NOTE, load_cell
+from bench.core.result_schema import EXTERNAL_NOTE
+from bench.core.results import load_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "bring-your-own-student.md"

@@ -10,7 +10,8 @@ import torch
 
 from bench.core.data import OrderedPair, Pair
 from bench.core.errors import BenchError
-from bench.core.results import RESULT_FILE, recompute_folder
+from bench.core.result_schema import RESULT_FILE
+from bench.core.results import recompute_folder
 from bench.core.settings import RunSettings
 from bench.stages import pipeline
 from bench.stages.label_stage import checked

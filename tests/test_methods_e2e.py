@@ -9,7 +9,8 @@ import pytest
 from bench.cli import main
 from bench.core.errors import BenchError
 from bench.core.metrics import accuracy
-from bench.core.results import RESULT_FILE, find_cells, recompute_folder
+from bench.core.result_schema import RESULT_FILE
+from bench.core.results import find_cells, recompute_folder
 from bench.core.settings import RunSettings
 from bench.stages import pipeline
 from methods import METHODS

@@ -5,13 +5,8 @@ import json
 import pytest
 
 from bench.cli import main
-from bench.core.results import (
-    RESULT_FILE,
-    SCORES_FILE,
-    find_cells,
-    load_cell,
-    recompute_folder,
-)
+from bench.core.result_schema import RESULT_FILE, SCORES_FILE
+from bench.core.results import find_cells, load_cell, recompute_folder
 from bench.core.settings import RunSettings
 from bench.stages import pipeline
 

@@ -7,7 +7,8 @@ import pytest
 
 from bench.cli import main
 from bench.core.protocols import PROTOCOLS, protocol_hash
-from bench.core.results import RESULT_FILE, recompute_folder
+from bench.core.result_schema import RESULT_FILE
+from bench.core.results import recompute_folder
 from bench.core.settings import RunSettings
 from bench.datasets.offline_dir import build
 from bench.stages import pipeline

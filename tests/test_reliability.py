@@ -29,7 +29,8 @@ from bench.core.cache import MANIFEST, Cache
 from bench.core.data import sub_seed
 from bench.core.errors import BenchError, CellsFailedError
 from bench.core.io import sha256_file
-from bench.core.results import RESULT_FILE, SCORES_FILE, cell_dir, load_cell
+from bench.core.result_schema import RESULT_FILE, SCORES_FILE
+from bench.core.results import cell_dir, load_cell
 from bench.core.settings import RunSettings
 from bench.stages import pipeline
 

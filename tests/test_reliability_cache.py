@@ -21,7 +21,8 @@ import bench.stages.context
 from bench.cli import main
 from bench.core.cache import MANIFEST, Cache, SharedWork
 from bench.core.errors import BenchError
-from bench.core.results import SCORES_FILE, cell_dir, load_cell
+from bench.core.result_schema import SCORES_FILE
+from bench.core.results import cell_dir, load_cell
 from bench.core.settings import RunSettings
 from bench.stages import pipeline, teacher
 

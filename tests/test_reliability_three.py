@@ -49,7 +49,8 @@ def forge(folder: Path, edit) -> None:
     from bench.core.cells import load_cells
     from bench.core.io import csv_gz_bytes, read_csv_gz, sha256_file
     from bench.core.metrics import cell_metrics
-    from bench.core.results import SCORE_COLUMNS, accuracies_from_scores, read_result
+    from bench.core.result_schema import SCORE_COLUMNS, read_result
+    from bench.core.results import accuracies_from_scores
     from bench.submissions.schema import submission_intervals, submission_summary
 
     meta = json.loads((folder / SUBMISSION_FILE).read_text())
@@ -204,7 +205,7 @@ def test_submit_refuses_cells_of_different_test_splits_naming_the_cell(runs, tmp
     submit ended in a raw ValueError from bench.core.stats.Board; now a refusal naming the cell."""
     from bench.core.errors import BenchError
     from bench.core.io import csv_gz_bytes, read_csv_gz, sha256_file
-    from bench.core.results import SCORE_COLUMNS
+    from bench.core.result_schema import SCORE_COLUMNS
     from bench.submissions import submit
 
     results = tmp_path / "results" / "naive"

@@ -1,12 +1,6 @@
 """bench report's tables from hand-made cell results: means, spreads over seeds, the teacher row."""
 from bench.core.report import TEACHER, method_table
-from bench.core.results import (
-    CellMetrics,
-    CellResult,
-    EvalSetResult,
-    MethodRecord,
-    ProtocolRef,
-)
+from bench.core.result_schema import CellMetrics, CellResult, EvalSetResult, MethodRecord, ProtocolRef
 
 
 def cell(method, seed, source, target, teacher_id, student_id, teacher_ood, student_ood):

@@ -124,7 +124,7 @@ def reference_results(slug):
     """The result.json files as bench report reads them (dicts, or the schema objects where there is one)."""
     data = [json.loads(p.read_text()) for p in sorted((REFERENCE / slug / "cells").glob("seed*/*/result.json"))]
     try:
-        from bench.core.results import read_result
+        from bench.core.result_schema import read_result
     except ImportError:
         return data
     return [read_result(d) for d in data]

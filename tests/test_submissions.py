@@ -20,7 +20,7 @@ from small_runs import (
 
 from bench.core.errors import BenchError
 from bench.core.io import sha256_file
-from bench.core.results import read_result
+from bench.core.result_schema import read_result
 from bench.submissions import (
     SUBMISSION_FILE,
     Validation,
@@ -33,7 +33,7 @@ from bench.submissions import (
     validate_submission,
     validate_tree,
 )
-from bench.submissions.check import _check_text as check_text
+from bench.submissions.fields import check_text
 
 
 def check(runs, folder) -> Validation:

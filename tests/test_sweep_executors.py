@@ -107,7 +107,7 @@ def test_slurm_executor_off_a_cluster_says_what_to_do(tmp_path):
 
 def test_run_with_jobs_runs_each_cell_in_a_worker_and_resumes(registered_small, tmp_path, capsys):
     from bench.cli import main
-    from bench.core.results import RESULT_FILE
+    from bench.core.result_schema import RESULT_FILE
 
     protocol, models = registered_small
     argv = ["run", "--method", "naive", "--protocol", protocol.name, "--models", models.name, "--seeds", "0",

@@ -25,7 +25,8 @@ def cmd_card(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from bench.core.compare import cells_under, decision_rule, decision_table
     from bench.core.report import method_table
-    from bench.core.results import RESULT_FILE, find_cells
+    from bench.core.result_schema import RESULT_FILE
+    from bench.core.results import find_cells
     from bench.core.stats import Board, bon_view
 
     results = find_cells(args.out)
@@ -75,7 +76,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from bench.core.results import RESULT_FILE, SCORES_FILE, recompute_folder
+    from bench.core.result_schema import RESULT_FILE, SCORES_FILE
+    from bench.core.results import recompute_folder
 
     # a scores file without its result.json is a cell cut off mid-write: report it too
     folders = sorted({p.parent for name in (RESULT_FILE, SCORES_FILE) for p in Path(args.out).rglob(name)})

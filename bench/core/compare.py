@@ -58,7 +58,8 @@ def cells_under(*roots: Path) -> dict[tuple[str, str], list[Cell]]:
     """Every finished cell under results or submissions folders with its per-pair correctness,
     grouped by (protocol, model pair): only cells of one group can be compared. Several folders add up
     (the reference seeds in submissions/ and more seeds of the same methods elsewhere)."""
-    from bench.core.results import RESULT_FILE, read_cell_files
+    from bench.core.result_schema import RESULT_FILE
+    from bench.core.results import read_cell_files
 
     groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
     for path in sorted(p for root in roots for p in Path(root).rglob(RESULT_FILE)):

@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any, Iterable
 
 from bench.core.errors import BenchError
-from bench.core.results import LabelsRecord
+from bench.core.result_schema import LabelsRecord
 
 if TYPE_CHECKING:
     from bench.core.data import OrderedPair

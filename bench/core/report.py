@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 if TYPE_CHECKING:
-    from bench.core.results import CellResult
+    from bench.core.result_schema import CellResult
 
 COLUMNS = ["teacher_id", "student_id", "teacher_ood", "student_ood", "wrg", "aog", "nts"]
 # Best-of-N accuracies and metrics (bench.core.metrics), where the cells have them

@@ -16,7 +16,7 @@ from bench.core.data import LoadedSplit, Pair, eval_sets, load_pairs
 from bench.core.env import environment
 from bench.core.errors import BenchError
 from bench.core.protocols import DATASETS, protocol_hash
-from bench.core.results import SCHEMA_VERSION
+from bench.core.result_schema import SCHEMA_VERSION
 from bench.core.settings import RunSettings
 from bench.core.specs import ModelPairSpec, ModelSpec, ProtocolSpec, stable_hash
 from bench.core.versions import CELL_CODE, LABEL_CODE, code_version, platform_version

@@ -50,7 +50,8 @@ def settings_of(result, out: Path, cache_dir: Path | None):
 def first_result(out: Path, slug: str):
     """A finished cell of the run named ``slug`` (bench.core.results.replicate_slug) under ``out`` (which
     ``board_for`` has checked holds one protocol x model pair)."""
-    from bench.core.results import RESULT_FILE, load_cell, params_slug, replicate_slug
+    from bench.core.result_schema import RESULT_FILE
+    from bench.core.results import load_cell, params_slug, replicate_slug
 
     for path in sorted(Path(out).rglob(RESULT_FILE)):
         result = load_cell(path.parent)

@@ -37,7 +37,7 @@ from bench.core.distributed import on_main_process, state
 from bench.core.label_digest import labels_record
 from bench.core.metrics import accuracy, bon_accuracy, bon_cell_metrics, cell_metrics
 from bench.core.report import params_text
-from bench.core.results import (
+from bench.core.result_schema import (
     CANDIDATES_FILE,
     METHOD_SOURCE_FILE,
     RESULT_FILE,
@@ -46,12 +46,8 @@ from bench.core.results import (
     CellResult,
     ExternalStudent,
     LabelsRecord,
-    cell_dir,
-    load_cell,
-    params_slug,
-    replicate_slug,
-    write_cell,
 )
+from bench.core.results import cell_dir, load_cell, params_slug, replicate_slug, write_cell
 from bench.core.settings import RunSettings
 from bench.core.specs import to_plain
 from bench.stages.context import RunContext

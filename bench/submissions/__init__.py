@@ -16,7 +16,7 @@ per-pair scores and any mismatch is refused; so is a submission whose test pairs
 verdicts on them, are not its protocol x model pair's reference teacher's (``reference``). A submission of students trained outside the harness
 (``bench evaluate``) is marked ``external`` in submission.json (``results.EXTERNAL_NOTE``: its scores
 recompute, its training is not reproduced), and each of its cells must record the digest of the
-labels its checkpoint was trained on equal to the cell's own (``check._check_provenance``). Text that could be markup, script or disguised text (``<`` or ``>``,
+labels its checkpoint was trained on equal to the cell's own (``cell_checks.check_provenance``). Text that could be markup, script or disguised text (``<`` or ``>``,
 control, bidirectional and zero-width characters, HTML character references, ``javascript:``-style
 links: ``limits.unsafe_text``) is refused in every field (``<`` and ``>`` aside in a tokenizer's own
 text, ``limits.TOKENIZER_TEXT_FIELDS``, in formatters and a model spec's chat template), and names that could be paths are refused.
@@ -30,7 +30,9 @@ One job per module:
   reports (``Problem``, ``Validation``);
 - ``schema``: the pydantic models of submission.json, and its fields computed from the cells;
 - ``commands``: commands as a submission records them, without local paths;
-- ``check``: reading and checking one submission (``validate_submission``);
+- ``check``: reading and checking one submission (``validate_submission``), with ``cell_checks`` (one
+  cell: files, numbers, seeds, provenance, a method's source) and ``fields`` (one file's text, names,
+  commands and JSON);
 - ``scores``: reading one scores file in bounded memory (``read_scores``);
 - ``reference``: the reference teacher of a protocol x model pair, its test pairs and the teacher's
   verdicts on them, that every submission's are checked against (committed in ``references/``);
@@ -67,7 +69,7 @@ from bench.submissions.upload import extract_upload
 
 def is_external(validation: Validation) -> bool:
     """Whether a submission's students were trained outside the harness (bench evaluate): the board
-    marks its row with ``validation.submission["external"]`` (bench.core.results.EXTERNAL_NOTE)."""
+    marks its row with ``validation.submission["external"]`` (bench.core.result_schema.EXTERNAL_NOTE)."""
     return bool(validation.submission and validation.submission.get("external"))
 
 

@@ -9,12 +9,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
+from bench.core.cells import load_cells
 from bench.core.errors import BenchError
 from bench.core.io import atomic_write_json, sha256_file, staged_folder
-from bench.core.results import (CANDIDATES_FILE, EXTERNAL_NOTE, METHOD_SOURCE_FILE, RESULT_FILE, SCORES_FILE, CellResult,
-                           load_cell, params_slug)
+from bench.core.result_schema import (
+    CANDIDATES_FILE,
+    EXTERNAL_NOTE,
+    METHOD_SOURCE_FILE,
+    RESULT_FILE,
+    SCORES_FILE,
+    CellResult,
+)
+from bench.core.results import load_cell, params_slug
 from bench.core.specs import ModelPairSpec, ProtocolSpec
-from bench.core.cells import load_cells
 from bench.submissions.check import validate_submission
 from bench.submissions.commands import public_command
 from bench.submissions.limits import (

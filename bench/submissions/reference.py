@@ -32,8 +32,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.core.specs import ProtocolSpec
 from bench.core.cells import Cell, correctness_text
+from bench.core.specs import ProtocolSpec
 from bench.submissions.limits import REFERENCES
 
 FORMAT = "shiftbench-reference/v1"

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from bench.core.report import cell_rows, columns_of, summarise
-from bench.core.results import ProtocolRef
+from bench.core.result_schema import ProtocolRef
 
 
 class _Strict(BaseModel):
@@ -65,7 +65,7 @@ class SubmissionFile(_Strict):
     cells: list[CellRef]
     summary: dict[str, float | int | None]
     intervals: Intervals
-    # Set (to bench.core.results.EXTERNAL_NOTE) when the students were trained outside the harness and scored
+    # Set (to bench.core.result_schema.EXTERNAL_NOTE) when the students were trained outside the harness and scored
     # by bench evaluate: the board shows it beside the row. Absent in the harness's own submissions.
     external: str | None = None
 
@@ -87,8 +87,8 @@ def submission_summary(cells: list) -> dict[str, float | int | None]:
 def submission_intervals(pairs: list) -> dict:
     """The 95% interval of every summary metric from the cells' per-pair correctness (bench.core.cells.Cell):
     the same draws whatever else is on a board, so a submission's intervals are the board's."""
-    from bench.core.stats import BOOTSTRAP_SEED, METRICS, N_BOOT, Board
     from bench.core.sequential import LEVEL
+    from bench.core.stats import BOOTSTRAP_SEED, METRICS, N_BOOT, Board
 
     board = Board(pairs)
     stats = board.stats(board.methods[0], ceiling=None)

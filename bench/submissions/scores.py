@@ -10,9 +10,8 @@ import zlib
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
-from bench.core.results import CANDIDATE_COLUMNS, SCORE_COLUMNS
 import bench.submissions.limits as limits
-from bench.core.results import SCORE_COLUMNS
+from bench.core.result_schema import CANDIDATE_COLUMNS, SCORE_COLUMNS
 from bench.submissions.limits import REGENERATE, Validation, unsafe_text
 
 

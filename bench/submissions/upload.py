@@ -17,7 +17,7 @@ from pathlib import Path
 import bench.submissions.limits as limits
 from bench.core.errors import BenchError
 from bench.core.report import fmt
-from bench.core.results import METHOD_SOURCE_FILE
+from bench.core.result_schema import METHOD_SOURCE_FILE
 from bench.submissions.limits import CELL_FILE_RE, SUBMISSION_FILE
 
 REZIP = "zip the submission folder again (python -m zipfile -c sub.zip FOLDER/)"

@@ -1,0 +1,126 @@
+"""Checks of one file's fields in a submission: every string's text (no markup, control or disguised
+characters, ``limits.unsafe_text``; a tokenizer's own text within its limit), names that could be
+paths, recorded commands without local paths, and a JSON file read against its pydantic model."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from pydantic import BaseModel, ValidationError
+
+import bench.submissions.limits as limits
+from bench.core.result_schema import SCHEMA_VERSION as RESULT_SCHEMA
+from bench.submissions.commands import absolute_paths
+from bench.submissions.limits import (
+    LOCAL_PATH_RE,
+    NAME_RE,
+    REGENERATE,
+    SCHEMA_VERSION,
+    UNSAFE_TEXT_HELP,
+    Validation,
+    _Stop,
+    unsafe_text,
+)
+from bench.submissions.schema import SubmissionFile
+
+
+# --- one field, one file --------------------------------------------------------------------------------------
+def field_path(loc: tuple) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def strings(obj: Any, loc: tuple = ()) -> Iterator[tuple[tuple, str, bool]]:
+    """Every string in a JSON value, keys included, with where it is and whether it is a key."""
+    if isinstance(obj, str):
+        yield loc, obj, False
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            yield (*loc, key), key, True
+            yield from strings(value, (*loc, key))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            yield from strings(value, (*loc, i))
+
+
+def tokenizer_text_limit(loc: tuple, is_key: bool) -> int | None:
+    """The length limit of a tokenizer's own text (limits.TOKENIZER_TEXT_FIELDS) at ``loc``: a value of
+    ``formatters.<role>.<field>`` (``special_tokens``: ``{name: token}``, one level deeper) or of
+    ``models.<role>.chat_template``; None for every other string."""
+    if is_key or len(loc) < 3:
+        return None
+    if loc[0] == "models" and loc[1] in ("weak", "strong"):
+        tokenizer_text = len(loc) == 3 and loc[2] == "chat_template"
+    else:
+        tokenizer_text = (loc[0] == "formatters" and loc[2] in limits.TOKENIZER_TEXT_FIELDS
+                          and len(loc) == (4 if loc[2] == "special_tokens" else 3))
+    if not tokenizer_text:
+        return None
+    return limits.MAX_TEMPLATE_CHARS if loc[2] == "chat_template" else limits.MAX_TEXT_CHARS
+
+
+def check_text(v: Validation, file: str, obj: Any) -> None:
+    for loc, text, is_key in strings(obj):
+        tokenizer_limit = tokenizer_text_limit(loc, is_key)
+        limit = tokenizer_limit or limits.MAX_TEXT_CHARS
+        what = unsafe_text(text, markup_ok=tokenizer_limit is not None)
+        if what:
+            v.error(file, field_path(loc), f"text {text[:60]!r} contains {what}, which could be markup, script or "
+                                       "disguised text where it is shown",
+                    f"remove it: names, commands and notes are {UNSAFE_TEXT_HELP}")
+        elif len(text) > limit:
+            v.error(file, field_path(loc), f"text of {len(text)} characters (limit {limit})", "shorten it")
+        elif tokenizer_limit is None and not is_key and loc[-1:] != ("command",) and LOCAL_PATH_RE.match(text):
+            v.error(file, field_path(loc), f"holds the local path {text[:100]!r}: a submission records no folder of the "
+                    "machine it was made on", "rerun with this version of shiftbench, whose results record file names "
+                    "and hub ids only, then " + REGENERATE)
+
+
+def no_constants(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel]) -> BaseModel:
+    path = folder / rel
+    size = path.stat().st_size
+    if size > limits.MAX_JSON_BYTES:
+        v.error(rel, "", f"{size} bytes, over the limit of {limits.MAX_JSON_BYTES}", REGENERATE)
+        raise _Stop
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=no_constants)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        v.error(rel, "", f"not valid JSON ({str(error)[:200]})", REGENERATE)
+        raise _Stop from None
+    if not isinstance(data, dict):
+        v.error(rel, "", "is not a JSON object", REGENERATE)
+        raise _Stop
+    check_text(v, rel, data)
+    expected = SCHEMA_VERSION if model is SubmissionFile else RESULT_SCHEMA
+    if data.get("schema_version") != expected:
+        v.error(rel, "schema_version", f"is {data.get('schema_version')!r}; this bench reads {expected}",
+                f"{REGENERATE} with this version of shiftbench")
+        raise _Stop
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        for item in error.errors()[:20]:
+            v.error(rel, field_path(item["loc"]), item["msg"], REGENERATE)
+        raise _Stop from None
+
+
+def check_commands(v: Validation, file: str, commands: list[tuple[str, str]]) -> None:
+    """(field, command) pairs: refuse an absolute path in any (``bench submit`` stores commands without)."""
+    for fld, command in commands:
+        paths = absolute_paths(command)
+        if paths:
+            v.error(file, fld, f"holds the local path {paths[0][:100]!r}: a submission records commands without "
+                    "the submitter's folders", "re-pack with bench submit, which replaces every local path in a "
+                    "command by its last component")
+
+
+def check_name(v: Validation, file: str, fld: str, name: Any) -> None:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:
+        v.error(file, fld, f"{name!r} is not a plain name (letters, digits and . _ + = -, no path "
+                           "separators, no '..', at most 96 characters)", "use a plain name")
+
+
