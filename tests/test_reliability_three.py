@@ -416,7 +416,8 @@ def test_read_only_destinations_of_submit_and_export_are_clear_errors():
         locked.chmod(0o555)
         drop = "os.setgid(65534); os.setuid(65534)" if os.geteuid() == 0 else "pass"
         # what the commands import, imported before dropping (nobody may not read every installed file)
-        code = (f"import os, sys, pandas, bench.commands.export, bench.submissions, bench.core.protocols\nfrom bench.cli import main\n"
+        code = ("import os, sys, statistics, pandas, bench.commands.export, bench.submissions, bench.core.protocols, "
+                f"bench.core.stats\nfrom bench.cli import main\n"
                 f"{drop}\nsys.exit(main(sys.argv[1:]))")
         env = {**os.environ, "HOME": str(work), "HF_HUB_OFFLINE": "1"}
         outcomes = {}

@@ -19,7 +19,7 @@ def _version(package: str) -> str | None:
 
 
 def git_commit() -> dict[str, str | bool | None]:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]   # the repository: bench/core/env.py
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=5, check=True).stdout.strip()
