@@ -22,9 +22,12 @@ A design is a name of knobs joined by "_" ("base" for none):
     python benchmarks/variance_study.py run --designs base ep3 --seeds 0 1 [--worker 0/2]
     python benchmarks/variance_study.py analyse --designs base ep3 [--csv docs/results/variance-study.csv]
 
-`run` is resumable (finished cells are skipped) and writes under --out (default study/variance, not
-committed); each cell's CPU-seconds (this process's user + system time, one torch thread) go to
-costs.jsonl beside them. `analyse` reads the finished cells and prints, per design and arm, the
+`run` is resumable and writes its cells under --out (default study/variance, not committed). Each
+finished run is also one line of the ledger, --ledger/<design>.jsonl (default
+benchmarks/results/variance-study, committed): its CPU-seconds (this process's user + system time, one
+torch thread) and the teacher's and student's per-pair verdicts on every test split, which is all the
+analysis reads, so the study's data outlive the machine it ran on and a unit already in the ledger is
+not run again. `analyse` reads the ledgers and prints, per design and arm, the
 per-run SD of Δ NTS against naive pooled within sources, the CPU-seconds per run, sd^2 x cost, and
 the runs and CPU-hours a ±1-point interval needs; --test-size N recomputes every accuracy on the
 first N pairs of each test split (what a protocol with N test pairs scores: mini's splits are
@@ -119,14 +122,20 @@ def run(args) -> None:
     for design, seed, source in mine:
         protocol, models = specs(design)
         out = args.out / design
+        ledger = args.ledger / f"{design}.jsonl"
+        done = {(r["run"], r["seed"], r["source"]) for r in read_ledger(ledger)}
         for method, params, replicate in ARMS:
             settings = RunSettings(protocol=protocol, models=models, method=method, params=params, sources=(source,),
                                    seeds=(seed,), out=out, cache_dir=args.cache_dir or default_cache_dir(),
                                    replicate=replicate,
                                    command=f"python benchmarks/variance_study.py run --designs {design} --seeds {seed}")
             slug = run_slug(settings, checked_method(settings))
-            if load_cell(cell_dir(out, protocol.name, models.name, slug, seed, source)) is not None:
-                continue   # finished: run_cells would skip it (a cell of other code runs again, and is timed)
+            if (slug, seed, source) in done:
+                continue
+            folder = cell_dir(out, protocol.name, models.name, slug, seed, source)
+            if load_cell(folder) is not None:   # finished, not in the ledger (cut between the two writes)
+                append_line(ledger, {"design": design, "cpu_s": None, **verdicts(folder)})
+                continue
             usage, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
             try:
                 (result,) = run_cells(settings)
@@ -138,38 +147,63 @@ def run(args) -> None:
                     "cpu_s": after.ru_utime + after.ru_stime - usage.ru_utime - usage.ru_stime,
                     "wall_s": time.perf_counter() - wall, "teacher_trained": not result.teacher["reused"],
                     "timings_s": result.timings_s}
-            with open(out / "costs.jsonl", "a") as handle:
-                handle.write(json.dumps(cost) + "\n")
+            append_line(ledger, {**cost, **verdicts(folder)})
             nts = sum(m.nts for m in result.metrics.values()) / len(result.metrics)
             print(f"{design} {slug} seed {seed} {source}: NTS {nts:+.2f}, {cost['cpu_s']:.0f} CPU-s", flush=True)
 
 
 # --- analysis -------------------------------------------------------------------------------------------
-def runs_of(folder: Path, test_size: int | None) -> list[dict]:
-    """Every finished cell under a design's folder: run name, seed, source, teacher and student accuracy
-    on the ID split and each target (on the first ``test_size`` pairs of each split when given)."""
-    from bench.core.cells import correctness
-    from bench.core.result_schema import RESULT_FILE
+def verdicts(folder: Path) -> dict:
+    """A finished cell's ledger entry: run name, seed, source, and the teacher's and student's per-pair
+    correctness on each test split, one digit per pair (bench.core.cells.correctness_text)."""
+    from bench.core.cells import correctness, correctness_text
     from bench.core.results import params_slug, read_cell, replicate_slug
 
+    result, rows = read_cell(folder)
+    by_set: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_set[row["eval_set"]].append(row)
+    return {"run": replicate_slug(params_slug(result.method.name, result.method.params), result.replicate),
+            "seed": result.seed, "source": result.source,
+            "verdicts": {name: {who: correctness_text(correctness([float(r[f"{who}_chosen"]) for r in got],
+                                                                   [float(r[f"{who}_rejected"]) for r in got]))
+                                for who in ("teacher", "student")} for name, got in by_set.items()}}
+
+
+def append_line(path: Path, entry: dict) -> None:
+    """One JSON line, appended and flushed to disk: a run cut mid-write leaves at most a partial last
+    line, which read_ledger skips."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        handle.write(json.dumps(entry, sort_keys=True) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def read_ledger(path: Path) -> list[dict]:
+    entries = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            entries.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue   # the partial last line of a cut run
+    return entries
+
+
+def runs_of(entries: list[dict], test_size: int | None) -> list[dict]:
+    """Each ledger entry's accuracies, teacher and student, on the ID split and each target (on the
+    first ``test_size`` pairs of each split when given)."""
+    from bench.core.cells import correctness_from_text
+
     found = []
-    for path in sorted(folder.rglob(RESULT_FILE)):
-        cell = read_cell(path.parent)
-        if cell is None:
-            continue
-        result, rows = cell
-        by_set: dict[str, list[dict]] = defaultdict(list)
-        for row in rows:
-            by_set[row["eval_set"]].append(row)
+    for entry in entries:
         acc = {}
-        for name, got in by_set.items():
-            got = got[:test_size] if test_size else got
-            acc[name] = {who: 100 * float(correctness([float(r[f"{who}_chosen"]) for r in got],
-                                                       [float(r[f"{who}_rejected"]) for r in got]).mean())
-                         for who in ("teacher", "student")}
-        slug = replicate_slug(params_slug(result.method.name, result.method.params), result.replicate)
-        found.append({"run": slug, "seed": result.seed, "source": result.source, "acc": acc,
-                      "misfit": result.misfit.disagreement if result.misfit else None})
+        for name, by in entry["verdicts"].items():
+            acc[name] = {}
+            for who, text in by.items():
+                values = correctness_from_text(text, len(text))
+                acc[name][who] = 100 * float(values[:test_size].mean() if test_size else values.mean())
+        found.append({**entry, "acc": acc})
     return found
 
 
@@ -211,10 +245,8 @@ def analyse(args) -> None:
               "naive WRG", "naive AOG", "naive NTS")
     print(" | ".join(header))
     for design in args.designs:
-        folder = args.out / design if (args.out / design).is_dir() else Path(design)
-        runs = runs_of(folder, args.test_size)
-        costs = [json.loads(line) for line in (folder / "costs.jsonl").read_text().splitlines()] \
-            if (folder / "costs.jsonl").is_file() else []
+        entries = read_ledger(args.ledger / f"{design}.jsonl")
+        runs, costs = runs_of(entries, args.test_size), entries
         by = {(r["run"], r["seed"], r["source"]): r for r in runs}
         naive = {(s, src): run_metrics(r) for (name, s, src), r in by.items() if name == "naive"}
         for name in sorted({r["run"] for r in runs} - {"naive"}):
@@ -223,7 +255,7 @@ def analyse(args) -> None:
                 if n == name and (s, src) in naive:
                     deltas[src].append(run_metrics(r)["nts"] - naive[s, src]["nts"])
             sd, df = pooled_sd(deltas)
-            spent = [c["cpu_s"] for c in costs if c["run"] == name and not c["teacher_trained"]]
+            spent = [c["cpu_s"] for c in costs if c["run"] == name and c["cpu_s"] and not c["teacher_trained"]]
             cost = statistics.median(spent) if spent else math.nan
             need = runs_for_half_width(sd)
             flat = [d for ds in deltas.values() for d in ds]
@@ -247,7 +279,8 @@ def main() -> None:
     for name in ("run", "analyse"):
         c = sub.add_parser(name)
         c.add_argument("--designs", nargs="+", default=["base"])
-        c.add_argument("--out", type=Path, default=ROOT / "study" / "variance")
+        c.add_argument("--ledger", type=Path, default=ROOT / "benchmarks" / "results" / "variance-study")
+    sub.choices["run"].add_argument("--out", type=Path, default=ROOT / "study" / "variance")
     sub.choices["run"].add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     sub.choices["run"].add_argument("--worker", default="0/1", help="I/N: this process runs every N-th unit from I")
     sub.choices["run"].add_argument("--cache-dir", type=Path)
