@@ -77,3 +77,46 @@ def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_p
     assert main(args) == 0   # resumable: the same verdict, nothing run again
     verdict = printed.splitlines()[-1].split(";")[0]
     assert capsys.readouterr().out.splitlines()[-1].split(";")[0] == verdict
+
+
+def test_a_sequential_protocol_takes_further_whole_seeds_without_a_gap(small_protocol):
+    """seed_order / submission_seeds: the protocol's seeds, then the next ones up to the plan's last look."""
+    fixed = dataclasses.replace(small_protocol, seeds=(0, 1))
+    assert fixed.seed_order == (0, 1) and fixed.submission_seeds([0, 1, 5]) == (0, 1)
+    plan = dataclasses.replace(small_protocol, seeding="per-source", looks=(2, 5), seeds=(0, 1))
+    assert plan.seed_order == (0, 1, 2, 3, 4)
+    assert plan.submission_seeds([0]) == (0, 1)              # the protocol's own seeds are always required
+    assert plan.submission_seeds([0, 1, 2]) == (0, 1, 2)
+    assert plan.submission_seeds([0, 1, 3]) == (0, 1, 2, 3)  # a gap: seed 2 is required, so it shows as missing
+    assert plan.submission_seeds([0, 1, 9]) == (0, 1)        # past the last look: not a seed of the protocol
+    assert "then seeds up to 4 in order" in plan.seeds_text
+
+
+def test_a_submission_of_a_sequential_protocol_holds_its_extra_seeds_whole(tmp_path, small_protocol, small_models):
+    """bench submit packs every whole seed a comparison grew to; bench validate accepts them, and refuses
+    a seed with a missing cell or a seed past the plan (named, with the fix)."""
+    import json
+    import shutil
+
+    import pytest
+
+    from bench.core.errors import BenchError
+    from bench.submissions import SUBMISSION_FILE, submit, validate_submission
+
+    protocol = dataclasses.replace(small_protocol, name="mini-seq-sub", seeding="per-source", looks=(1, 3), seeds=(0,))
+    protocols, pairs = {protocol.name: protocol}, {small_models.name: small_models}
+    out = tmp_path / "out"
+    pipeline.run(RunSettings(protocol, small_models, "length", {}, protocol.datasets, [0, 1, 2], out, tmp_path / "c"))
+    results = out / protocol.name / small_models.name / "length"
+    [written] = submit([results], tmp_path / "subs", "me", protocols=protocols, model_pairs=pairs)
+    meta = json.loads((written / SUBMISSION_FILE).read_text())
+    assert sorted({c["seed"] for c in meta["cells"]}) == [0, 1, 2] and meta["summary"]["seeds"] == 3
+    assert validate_submission(written, protocols, pairs).ok
+
+    shutil.rmtree(results / "seed1" / "mini__travel")   # seed 2 is whole, seed 1 is not: a gap
+    with pytest.raises(BenchError, match=r"missing cells: seed 1 mini/travel; run them .* --seeds 0 1 2"):
+        submit([results], tmp_path / "subs2", "me", protocols=protocols, model_pairs=pairs)
+
+    shorter = dataclasses.replace(protocol, looks=(1, 2))   # seed 2 is past this plan's last look
+    found = "\n".join(map(str, validate_submission(written, {protocol.name: shorter}, pairs).errors))
+    assert "seed 2, source 'mini/recipes' is not a cell of mini-seq-sub (seeds [0], then seeds up to 1" in found

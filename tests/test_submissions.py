@@ -179,7 +179,7 @@ def test_a_missing_cell_is_refused_with_the_command_to_run_it(runs, naive):
     shutil.rmtree(naive / "cells" / "seed0" / "mini__travel")
     edit_json(naive / SUBMISSION_FILE, lambda m: m.update(cells=m["cells"][:1]))
     found = errors(check(runs, naive))
-    assert "submission.json: cells: 1 of the protocol's 2 cells are missing: seed 0 mini/travel" in found
+    assert "submission.json: cells: 1 of the 2 cells of seeds 0 are missing: seed 0 mini/travel" in found
     assert "bench run --method naive --protocol mini-test --seeds 0" in found
 
 

@@ -64,10 +64,10 @@ def cell_settings(args: argparse.Namespace, method: str):
     if not args.seeds and len(protocol.seeds) > 1:
         print(f"[bench] seed {protocol.seeds[0]} of the protocol's seeds {list(protocol.seeds)}; "
               f"pass --seeds {' '.join(map(str, protocol.seeds))} for all of them", file=sys.stderr)
-    foreign = [seed for seed in dict.fromkeys(args.seeds or ()) if seed not in protocol.seeds]
+    foreign = [seed for seed in dict.fromkeys(args.seeds or ()) if seed not in protocol.seed_order]
     if foreign:  # allowed (a study may want more seeds), but said: bench submit leaves them out
         print(f"[bench] seed{'s' if len(foreign) > 1 else ''} {', '.join(map(str, foreign))} not among "
-              f"{protocol.name}'s seeds {list(protocol.seeds)}: run and reported, but bench submit takes only the "
+              f"{protocol.name}'s {protocol.seeds_text}: run and reported, but bench submit takes only the "
               "protocol's seeds", file=sys.stderr)
     models = model_pair_from_cli(args.models)
     check_model_folders(models)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -116,6 +117,27 @@ class ProtocolSpec:
     @property
     def datasets(self) -> tuple[str, ...]:
         return tuple(name for _, names in self.categories for name in names)
+
+    @property
+    def seed_order(self) -> tuple[int, ...]:
+        """Every seed a submission may hold, in the order a paired comparison adds them: the protocol's seeds,
+        then on a protocol with a sequential plan (``looks``) the next integers, up to the plan's last look."""
+        more = max(0, self.looks[1] - len(self.seeds)) if self.looks else 0
+        return self.seeds + tuple(range(max(self.seeds) + 1, max(self.seeds) + 1 + more))
+
+    @property
+    def seeds_text(self) -> str:
+        """The seeds a submission holds, in words, for messages."""
+        order = self.seed_order
+        more = f", then seeds up to {order[-1]} in order (its sequential plan)" if len(order) > len(self.seeds) else ""
+        return f"seeds {list(self.seeds)}{more}"
+
+    def submission_seeds(self, held: Iterable[int]) -> tuple[int, ...]:
+        """The seeds a submission whose cells hold the seeds ``held`` must hold whole (every source): the
+        protocol's, and every seed of ``seed_order`` up to the last one it holds. A gap is never allowed: a
+        comparison looks at whole seeds from the first, so a gap would let a submitter choose which seeds count."""
+        order = self.seed_order
+        return order[:max([len(self.seeds), *(order.index(s) + 1 for s in held if s in order)])]
 
     def category_of(self, dataset: str) -> str:
         for category, names in self.categories:

@@ -237,19 +237,21 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
         key = (ref["seed"], ref["source"])
         if key in listed:
             v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[0]}, source {key[1]} is listed twice", REGENERATE)
-        elif key[0] not in protocol.seeds or key[1] not in protocol.datasets:
+        elif key[0] not in protocol.seed_order or key[1] not in protocol.datasets:
             v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[0]}, source {key[1]!r} is not a cell of "
-                    f"{protocol.name} (seeds {list(protocol.seeds)}, sources {list(protocol.datasets)})",
+                    f"{protocol.name} ({protocol.seeds_text}, sources {list(protocol.datasets)})",
                     "remove it; " + REGENERATE)
         else:
             listed[key] = ref
-    missing = [(seed, source) for seed in protocol.seeds for source in protocol.datasets if (seed, source) not in listed]
+    # A protocol with a sequential plan takes further whole seeds after its own, without a gap.
+    seeds = protocol.submission_seeds(seed for seed, _ in listed)
+    missing = [(seed, source) for seed in seeds for source in protocol.datasets if (seed, source) not in listed]
     if missing:
         shown = ", ".join(f"seed {seed} {source}" for seed, source in missing)
-        v.error(SUBMISSION_FILE, "cells", f"{len(missing)} of the protocol's {len(protocol.seeds) * len(protocol.datasets)} "
-                f"cells are missing: {shown}", f"run them (bench run --method {meta['method']['name']} --protocol "
-                f"{protocol.name} --seeds {' '.join(map(str, protocol.seeds))}, with the same --param), then "
-                "bench submit again")
+        v.error(SUBMISSION_FILE, "cells", f"{len(missing)} of the {len(seeds) * len(protocol.datasets)} cells of "
+                f"seeds {', '.join(map(str, seeds))} are missing: {shown}", f"run them (bench run --method "
+                f"{meta['method']['name']} --protocol {protocol.name} --seeds {' '.join(map(str, seeds))}, with the "
+                "same --param), then bench submit again")
     names = (RESULT_FILE, SCORES_FILE) + ((CANDIDATES_FILE,) if protocol.candidates is not None else ())
     expected_files = {f"{cell_folder(*key)}/{name}" for key in listed for name in names}
     for rel in sorted(set(files) - expected_files - {SUBMISSION_FILE}):

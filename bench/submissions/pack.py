@@ -84,11 +84,12 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
         if result.protocol.hash != protocol_hash(protocol):
             problems.append(f"{folder}: made with protocol hash {result.protocol.hash}, {protocol.name} is "
                             f"{protocol_hash(protocol)} now: rerun it")
-        elif key[0] in protocol.seeds and key in chosen:
+        elif key[0] in protocol.seed_order and key in chosen:
             problems.append(f"{folder}: seed {key[0]} {key[1]} also in {chosen[key][0]}: give one results folder")
-        elif key[0] in protocol.seeds:
+        elif key[0] in protocol.seed_order:
             chosen[key] = (folder, result)
-    missing = [f"seed {s} {d}" for s in protocol.seeds for d in protocol.datasets if (s, d) not in chosen]
+    seeds = protocol.submission_seeds(seed for seed, _ in chosen)   # beyond the protocol's: whole, without a gap
+    missing = [f"seed {s} {d}" for s in seeds for d in protocol.datasets if (s, d) not in chosen]
     if missing:
         method = cells[0][1].method
         params = " ".join(f"--param {k}={v}" for k, v in sorted(method.params.items()))
@@ -100,7 +101,7 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
         else:
             problems.append(f"missing cells: {', '.join(missing)}; run them with bench run --method {method.name} "
                             f"{params} --protocol {protocol.name} {models_option(cells[0][1].models)} "
-                            f"--seeds {' '.join(map(str, protocol.seeds))}".replace("  ", " "))
+                            f"--seeds {' '.join(map(str, seeds))}".replace("  ", " "))
     kinds = {result.external is not None for _, result in chosen.values()}
     if len(kinds) > 1:
         problems.append("holds cells of students trained by the harness and of students trained elsewhere (bench "
@@ -152,7 +153,7 @@ def _pack_result(cell_dir: Path, result: CellResult, target: Path) -> CellResult
 
 
 def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, command: str) -> None:
-    ordered = [chosen[(s, d)] for s in protocol.seeds for d in protocol.datasets]
+    ordered = [chosen[(s, d)] for s in protocol.submission_seeds(s for s, _ in chosen) for d in protocol.datasets]
     refs, results = [], []
     for cell_dir, result in ordered:
         target = folder / cell_folder(result.seed, result.source)
