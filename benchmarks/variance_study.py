@@ -154,8 +154,9 @@ def run(args) -> None:
 
 # --- analysis -------------------------------------------------------------------------------------------
 def verdicts(folder: Path) -> dict:
-    """A finished cell's ledger entry: run name, seed, source, and the teacher's and student's per-pair
-    correctness on each test split, one digit per pair (bench.core.cells.correctness_text)."""
+    """A finished cell's ledger entry: run name, seed, source, the student's misfit to its teacher's labels,
+    and the teacher's and student's per-pair correctness on each test split, one digit per pair
+    (bench.core.cells.correctness_text)."""
     from bench.core.cells import correctness, correctness_text
     from bench.core.results import params_slug, read_cell, replicate_slug
 
@@ -165,6 +166,8 @@ def verdicts(folder: Path) -> dict:
         by_set[row["eval_set"]].append(row)
     return {"run": replicate_slug(params_slug(result.method.name, result.method.params), result.replicate),
             "seed": result.seed, "source": result.source,
+            # how far the student fits its teacher's labels on its own training pairs (None: nothing trains)
+            "misfit": result.misfit.model_dump(mode="json") if result.misfit else None,
             "verdicts": {name: {who: correctness_text(correctness([float(r[f"{who}_chosen"]) for r in got],
                                                                    [float(r[f"{who}_rejected"]) for r in got]))
                                 for who in ("teacher", "student")} for name, got in by_set.items()}}
