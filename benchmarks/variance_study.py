@@ -238,6 +238,24 @@ def runs_for_half_width(sd: float, sources: int = 6, target: float = 1.0) -> int
     return 0
 
 
+def design_profile(entries: list[dict], design: str) -> dict:
+    """A design's naive runs: mean WRG, AOG per category, NTS, misfit and the teacher's ID error."""
+    protocol = specs(design)[0]
+    naive = [r for r in runs_of(entries, None) if r["run"] == "naive"]
+    metrics = [run_metrics(r) for r in naive]
+    out: dict = {"design": design, "runs": len(naive),
+                 "wrg": statistics.fmean(m["wrg"] for m in metrics) if metrics else math.nan}
+    for category, _ in protocol.categories:
+        own = [m["aog"] for r, m in zip(naive, metrics) if protocol.category_of(r["source"]) == category]
+        out[f"aog_{category}"] = statistics.fmean(own) if own else math.nan
+    out["nts"] = statistics.fmean(m["nts"] for m in metrics) if metrics else math.nan
+    misfit = [r["misfit"]["disagreement"] for r in naive if r.get("misfit")]
+    out["misfit"] = statistics.fmean(misfit) if misfit else math.nan
+    errors = [100 - r["acc"][r["source"]]["teacher"] for r in naive]
+    out["teacher_id_error"] = statistics.fmean(errors) if errors else math.nan
+    return out
+
+
 def analyse(args) -> None:
     import csv
 
@@ -269,6 +287,14 @@ def analyse(args) -> None:
                    **{f"naive_{k}": statistics.fmean(m[k] for m in naive_m) for k in ("wrg", "aog", "nts")}}
             rows_out.append(row)
             print(" | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row.values()))
+    print("\n# what a design shows of the paper's question, from its naive runs: the gain in distribution (WRG), "
+          "out of distribution per category (AOG), and how far the students fit their teachers' labels on "
+          "their own training pairs (misfit: % disagreeing) against the teachers' error on their test split")
+    print("design | naive runs | WRG | " + " | ".join(f"AOG {c}" for c, _ in specs("base")[0].categories)
+          + " | NTS | misfit % | teacher ID error %")
+    for design in args.designs:
+        profile = design_profile(read_ledger(args.ledger / f"{design}.jsonl"), design)
+        print(" | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in profile.values()))
     if args.csv:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows_out[0]))
