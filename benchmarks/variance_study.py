@@ -239,7 +239,9 @@ def runs_for_half_width(sd: float, sources: int = 6, target: float = 1.0) -> int
 
 
 def design_profile(entries: list[dict], design: str) -> dict:
-    """A design's naive runs: mean WRG, AOG per category, NTS, misfit and the teacher's ID error."""
+    """A design's naive runs: mean WRG, AOG per category, NTS, misfit, the teacher's ID error (its error on
+    the source's test split, standing in for its error on the student's training pairs, the same
+    distribution), and the share of the teacher's mistakes the students fit, at least."""
     protocol = specs(design)[0]
     naive = [r for r in runs_of(entries, None) if r["run"] == "naive"]
     metrics = [run_metrics(r) for r in naive]
@@ -251,8 +253,11 @@ def design_profile(entries: list[dict], design: str) -> dict:
     out["nts"] = statistics.fmean(m["nts"] for m in metrics) if metrics else math.nan
     misfit = [r["misfit"]["disagreement"] for r in naive if r.get("misfit")]
     out["misfit"] = statistics.fmean(misfit) if misfit else math.nan
-    errors = [100 - r["acc"][r["source"]]["teacher"] for r in naive]
+    errors = [100 - r["acc"][r["source"]]["teacher"] for r in naive if r.get("misfit")]   # the same runs
     out["teacher_id_error"] = statistics.fmean(errors) if errors else math.nan
+    # A student that disagrees with its teacher on m% of its pairs, where the teacher errs on e%, agrees with
+    # the teacher on at least (e - m) / e of the teacher's mistakes: a lower bound on the mistakes it fits.
+    out["fits_mistakes"] = max(0.0, 100 * (1 - out["misfit"] / out["teacher_id_error"])) if misfit and errors else math.nan
     return out
 
 
@@ -291,7 +296,7 @@ def analyse(args) -> None:
           "out of distribution per category (AOG), and how far the students fit their teachers' labels on "
           "their own training pairs (misfit: % disagreeing) against the teachers' error on their test split")
     print("design | naive runs | WRG | " + " | ".join(f"AOG {c}" for c, _ in specs("base")[0].categories)
-          + " | NTS | misfit % | teacher ID error %")
+          + " | NTS | misfit % | teacher ID error % | teacher's mistakes fit, at least %")
     for design in args.designs:
         profile = design_profile(read_ledger(args.ledger / f"{design}.jsonl"), design)
         print(" | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in profile.values()))
