@@ -4,6 +4,7 @@ bench validate recomputes them; a protocol without sets is unchanged, hash and f
 import dataclasses
 import gzip
 import json
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
@@ -343,3 +344,40 @@ def test_protocol_card_documents_the_candidate_sets(bon_protocol):
     assert "## Best-of-N candidate sets" in card and "- **Candidates per set (N):** 4" in card
     assert "(`bench.suites.mini.candidates`)" in card and "**Cues.**" in card
     assert "- `mini/recipes`: each new candidate carries its own cue" in card and "with probability 0.25" in card
+
+
+def test_rank_agreement_of_nts_and_bon_nts(bon, bon_protocol, small_models, tmp_path, capsys):
+    """naive, a replicate of it and the rule-based length (and the ceiling, a reference left out by default)
+    ranked by NTS and by BoN NTS: each rank difference has an interval from the shared replicates, rho is
+    the point rankings', and bench report prints both where the board has three ranked methods."""
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    from bench.cli import main
+    from bench.core.compare import cells_under, rank_agreement
+    from bench.core.stats import Board, bon_view
+
+    more = tmp_path / "more"
+    for method, replicate in (("length", 0), ("naive", 1)):
+        pipeline.run(RunSettings(bon_protocol, small_models, method, {}, list(bon_protocol.datasets),
+                                 list(bon_protocol.seeds), more, bon["cache"], replicate=replicate))
+    [cells] = cells_under(bon["results"], more).values()
+    pair, view = Board(cells), Board(bon_view(cells))
+    methods = ["length", "naive", "naive#1"]
+    found = rank_agreement(pair, view)
+    assert list(found.table["method"]) == methods   # the ceiling is a reference, not ranked
+    points = [[b.stats(m, ceiling=None).metrics["nts"].estimate for m in methods] for b in (pair, view)]
+    assert found.spearman == pytest.approx(spearmanr(*points).statistic)
+    assert found.low <= found.spearman <= found.high or np.isnan(found.low)
+    table = found.table.set_index("method")
+    assert list(table["rank by NTS"]) == [1 + sum(p > x for p in points[0]) for x in points[0]]
+    assert set(table["differs"]) <= {"yes", "no"}
+    with pytest.raises(BenchError, match="at least 3"):
+        rank_agreement(pair, view, ["naive", "length"])
+
+    both = tmp_path / "both"
+    shutil.copytree(more, both, dirs_exist_ok=True)
+    shutil.copytree(bon["results"], both, dirs_exist_ok=True)
+    assert main(["report", "--out", str(both)]) == 0
+    out = capsys.readouterr().out
+    assert "Rank by NTS against rank by BoN NTS: Spearman's rho" in out

@@ -18,12 +18,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from bench.core.cells import Cell, cell_from_scores
 from bench.core.errors import BenchError
 from bench.core.report import fmt
-from bench.core.stats import Board, bon_view
+from bench.core.stats import LEVEL, Board, bon_view
 
 BASELINE = "naive"
 CEILING = "ceiling"
@@ -278,3 +279,59 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metri
         return Board(view(cells, metric)), slugs
     except ValueError as error:
         raise BenchError(f"cannot compare the methods under {named(roots)}: {error}") from None
+
+
+# --- do pair NTS and BoN NTS rank methods alike? ------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class RankAgreement:
+    table: pd.DataFrame      # per method: rank by NTS, rank by BoN NTS, their difference's 95% interval, differs
+    spearman: float          # Spearman's rho of the two point rankings
+    low: float               # its 95% percentile interval over the bootstrap replicates
+    high: float
+
+
+def ranks_of(values: np.ndarray) -> np.ndarray:
+    """Rank 1 = best along the first axis (ties share the better rank, as Board.ranks)."""
+    return 1 + (values[None] > values[:, None]).sum(1)
+
+
+def rank_agreement(pair: Board, bon: Board, methods: Sequence[str] | None = None) -> RankAgreement:
+    """Whether NTS and BoN NTS rank ``methods`` (default: every method but the ceiling) alike, on boards of the
+    same cells' pairs and BoN views. The two boards draw the same seeds in replicate b (draw_resamples draws
+    the seeds first, from the recorded bootstrap seed), which carry almost all of the variance; pairs and sets
+    are drawn apart. A method's ranks differ when the 95% interval of (BoN rank - NTS rank) over the
+    replicates excludes 0; Spearman's rho is computed in every replicate, and its interval is their percentiles."""
+    from scipy.stats import rankdata
+
+    methods = list(methods or [m for m in pair.methods if m != CEILING])
+    if len(methods) < 3:
+        raise BenchError(f"{len(methods)} ranked methods: a rank agreement needs at least 3")
+    if pair.seeds != bon.seeds or pair.resamples.n != bon.resamples.n:
+        raise BenchError("the pair and BoN boards hold different seeds or replicate counts: build both from one set of cells")
+    points = [np.array([board.stats(m, ceiling=None).metrics["nts"].estimate for m in methods]) for board in (pair, bon)]
+    reps = [np.stack([board.replicates("nts")[m] for m in methods]) for board in (pair, bon)]   # (M, B)
+    point_ranks = [ranks_of(p) for p in points]
+    diff = ranks_of(reps[1]) - ranks_of(reps[0])
+    q = (1 - LEVEL) / 2
+    rows = []
+    for k, method in enumerate(methods):
+        low, high = (int(np.quantile(diff[k], x, method="inverted_cdf")) for x in (q, 1 - q))
+        rows.append({"method": method, "rank by NTS": int(point_ranks[0][k]), "rank by BoN NTS": int(point_ranks[1][k]),
+                     "BoN − NTS rank 95%": f"[{low:+d}, {high:+d}]", "differs": "yes" if low > 0 or high < 0 else "no"})
+
+    def rho(a: np.ndarray, b: np.ndarray) -> float:
+        with np.errstate(invalid="ignore", divide="ignore"):   # a replicate where all tie: no rho (nan, left out)
+            return float(np.corrcoef(rankdata(a), rankdata(b))[0, 1])
+
+    per_replicate = np.array([rho(reps[0][:, i], reps[1][:, i]) for i in range(reps[0].shape[1])])
+    low, high = np.nanquantile(per_replicate, [q, 1 - q])
+    return RankAgreement(pd.DataFrame(rows), rho(*points), float(low), float(high))
+
+
+def agreement_text(found: RankAgreement) -> str:
+    """The rank agreement in a few lines: rho with its interval, then the table."""
+    differ = list(found.table.loc[found.table["differs"] == "yes", "method"])
+    return (f"Rank by NTS against rank by BoN NTS: Spearman's rho {found.spearman:+.2f} [{found.low:+.2f}, "
+            f"{found.high:+.2f}] (95%, bootstrap replicates) over {len(found.table)} methods; ranks that differ "
+            f"(the 95% interval of the rank difference excludes 0): {', '.join(differ) or 'none'}\n"
+            + found.table.to_string(index=False))
