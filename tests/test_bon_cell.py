@@ -343,3 +343,52 @@ def test_protocol_card_documents_the_candidate_sets(bon_protocol):
     assert "## Best-of-N candidate sets" in card and "- **Candidates per set (N):** 4" in card
     assert "(`bench.suites.mini.candidates`)" in card and "**Cues.**" in card
     assert "- `mini/recipes`: each new candidate carries its own cue" in card and "with probability 0.25" in card
+
+
+# --- bench export ---------------------------------------------------------------------------------------------
+def test_export_carries_the_candidates_and_its_bon_numbers_recompute_from_them(bon, runs, tmp_path, monkeypatch):
+    """bench export of a submission with candidate sets writes every candidate (config ``candidates``) and the
+    cells' BoN accuracies; the BoN numbers recompute from the export alone, and so does the card's own code. A
+    protocol without sets exports no candidates table."""
+    import contextlib
+    import io
+    import re
+
+    import pandas as pd
+    from datasets import load_dataset
+
+    from bench.commands.export import export_submission
+
+    folder = next(p.parent for p in bon["submissions"].rglob(SUBMISSION_FILE) if p.parent.name == "naive")
+    meta = json.loads((folder / SUBMISSION_FILE).read_text())
+    out = export_submission(folder, tmp_path / "export", protocols=bon["protocols"], model_pairs=bon["model_pairs"])
+    candidates = load_dataset(str(out), "candidates", split="train").to_pandas()
+    cells = pd.read_parquet(out / "data" / "cells.parquet")
+    results = {(r["seed"], r["source"]): r for r in (json.loads(p.read_text()) for p in folder.rglob(RESULT_FILE))}
+    assert len(candidates) == 4 * sum(e["n_sets"] for r in results.values() for e in r["eval_sets"].values())
+    for (seed, source), own in candidates.groupby(["seed", "source"]):
+        bons = {}
+        for eval_set, rows in own.groupby("eval_set"):
+            sets = [s.sort_values("candidate") for _, s in rows.groupby("set_id", sort=False)]
+            bons[eval_set] = {who: bon_accuracy([s[who].tolist() for s in sets], [s["grade"].tolist() for s in sets])
+                              for who in ("teacher", "student")}
+            assert bons[eval_set]["teacher"] == results[seed, source]["eval_sets"][eval_set]["teacher_bon"]
+        for target, values in bon_cell_metrics(bons, source).items():
+            row = cells[(cells["seed"] == seed) & (cells["source"] == source) & (cells["target"] == target)].iloc[0]
+            assert (row["teacher_bon_ood"], row["student_bon_ood"]) == (bons[target]["teacher"], bons[target]["student"])
+            assert (row["teacher_bon_id"], row["student_bon_id"]) == (bons[source]["teacher"], bons[source]["student"])
+            for metric, value in values.items():
+                assert row[metric] == value == results[seed, source]["metrics"][target][metric]
+    card = (out / "README.md").read_text()
+    assert 'config_name: "candidates"' in card and "| BoN NTS | " in card and "- `candidates`: one row per" in card
+    code = re.findall(r"```python\n(.*?)```", card, flags=re.S)[0]
+    monkeypatch.chdir(out)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(code, {})   # asserts its recomputed WRG, AOG, NTS and BoN gain ID, BoN gain OOD, BoN NTS equal the summary's
+    assert f"'bon_nts': {round(meta['summary']['bon_nts'], 2)}" in \
+        printed.getvalue().replace("np.float64(", "").replace(")", "")
+    plain = export_submission(next(p.parent for p in runs.submissions.rglob(SUBMISSION_FILE)), tmp_path / "plain",
+                              protocols=runs.protocols, model_pairs=runs.model_pairs)
+    assert not (plain / "data" / "candidates.parquet").exists() and "candidates" not in \
+        (plain / "README.md").read_text().split("---")[1]
