@@ -17,7 +17,8 @@ which, so ``datasets.load_dataset(DIR)`` (or the Hub id it is pushed to) reads t
 
 The submission is validated first (``bench validate``'s checks, every number recomputed); one that
 does not validate is not exported. The card's code recomputes the summary's WRG, AOG and NTS from
-``scores`` and, where there are candidate sets, its BoN gain ID, BoN gain OOD and BoN NTS from ``candidates``. The folder is written beside ``DIR`` and moved into place whole.
+``scores`` and, where there are candidate sets, its BoN gain ID, BoN gain OOD and BoN NTS from
+``candidates``. The folder is written beside ``DIR`` and moved into place whole.
 Pushing it: ``hf upload ORG/NAME DIR --repo-type dataset`` (``huggingface-cli upload`` with the same
 arguments on huggingface_hub before 1.0).
 """
@@ -108,7 +109,7 @@ def _tables(v) -> tuple[list[dict], list[dict], dict, list[dict]]:
                            "eval_set": row["eval_set"], "role": roles[row["eval_set"]], "pair_id": row["pair_id"],
                            **{k: float(row[k]) for k in ("teacher_chosen", "teacher_rejected", "student_chosen",
                                                          "student_rejected")}})
-        if result.candidates_file is not None:   # validated: its rows are the ones result.json's BoN numbers recompute from
+        if result.candidates_file is not None:   # validated: the rows result.json's BoN numbers recompute from
             for row in read_csv_gz(folder / CANDIDATES_FILE):
                 candidates.append({"seed": result.seed, "source": result.source, "category": result.category,
                                    "eval_set": row["eval_set"], "role": roles[row["eval_set"]], "set_id": row["set_id"],
@@ -160,14 +161,16 @@ def _card(v, protocol, license: str) -> str:
             "training cannot be rerun from here.\n" if meta.get("external") else "")
     gain = ("wrg", "aog", "nts", "bon_gain_id", "bon_gain_ood", "bon_nts")
     shown = [("NTS", "nts"), ("AOG", "aog"), ("WRG", "wrg"), ("ID accuracy", "student_id"),
-             ("OOD accuracy", "student_ood"), ("teacher ID accuracy", "teacher_id"), ("teacher OOD accuracy", "teacher_ood")]
+             ("OOD accuracy", "student_ood"), ("teacher ID accuracy", "teacher_id"),
+             ("teacher OOD accuracy", "teacher_ood")]
     bon = protocol.candidates is not None
     if bon:   # submission.json records no BoN intervals: bench compare --metric bon-nts computes them
         shown += [("BoN NTS", "bon_nts"), ("BoN gain OOD", "bon_gain_ood"), ("BoN gain ID", "bon_gain_id")]
     rows = "\n".join(f"| {name} | {fmt(s[k], s.get(f'{k}_sd'), signed=k in gain)} | " +
                      (f"[{fmt(ci[k][0], signed=k in gain)}, {fmt(ci[k][1], signed=k in gain)}] |" if k in ci else " |")
                      for name, k in shown)
-    bon_text = (f"\nBoN (best-of-{protocol.candidates}) numbers are WRG, AOG and NTS of best-of-N accuracies: the share "
+    bon_text = (f"\nBoN (best-of-{protocol.candidates}) numbers are WRG, AOG and NTS of best-of-N accuracies: "
+                "the share "
                 "of a test prompt's candidate set whose top-scored candidate is gold-best (a tie at the top shares the "
                 "credit); their intervals are not recorded in `submission.json` (`bench compare --metric bon-nts` "
                 "computes them).\n" if bon else "")
