@@ -110,8 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="what to compare: NTS, AOG and WRG on the pairs (default), or bon-nts: BoN NTS and the BoN "
                               "gains on the best-of-N candidate sets of a protocol that has them (docs/best-of-n.md)")
     compare.add_argument("--until-decided", action="store_true",
-                         help="run more seeds of both methods, a batch at a time, until their NTS difference is "
-                              "decided or known to ±--precision points, or --budget is spent (a protocol seeded per "
+                         help="run more seeds of both methods, a batch at a time, until their NTS (--metric: or BoN "
+                              "NTS) difference is decided or known to ±--precision points, or --budget is spent (a protocol seeded per "
                               "source, whose sequential boundaries keep the 95%% however early it stops; resumable)")
     compare.add_argument("--budget", type=float, default=2.0, metavar="CPU_HOURS",
                          help="with --until-decided: CPU-hours this command may spend (default 2)")

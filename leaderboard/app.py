@@ -2,8 +2,9 @@
 
 Above the tabs, what was run (``context.data_line``) and the group switcher: one protocol x model pair
 at a time, which every tab shows. Tabs: the ranking (its verdict, what was run behind it, filters,
-column choice, and in the table's own script the search, sorting and CSV), source x target heatmaps,
-the ID-vs-OOD picture, ablations, the protocol and model-pair cards, About, and Submit, which checks an
+column choice, what it ranks by where the protocol has best-of-N candidate sets, and in the table's own
+script the search, sorting and CSV), source x target heatmaps, the ID-vs-OOD picture, pair NTS against BoN
+NTS, ablations, the protocol and model-pair cards, About, and Submit, which checks an
 uploaded .zip (``leaderboard.uploads``) and shows its group as it would be with it.
 
 Submission text reaches the page only as text: the lines above the table and the tables are rendered
@@ -102,17 +103,21 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
     def palette() -> dict:
         return figures.colours(sorted(board().by_key))
 
-    def group_table(group, category=ALL, source=ALL, validated_only=False) -> pd.DataFrame:
+    def group_table(group, category=ALL, source=ALL, validated_only=False, by="nts") -> pd.DataFrame:
         """The ranking of a group under the filters, computed once per board (a page load asks for it four
         times: the ranking, both pickers and the heatmaps' default)."""
-        key = (group, category, source, bool(validated_only))
+        key = (group, category, source, bool(validated_only), by)
         if key not in state["tables"]:
-            state["tables"][key] = ranking(board(), *split_group(group), category, source, "", validated_only)
+            state["tables"][key] = ranking(board(), *split_group(group), category, source, "", validated_only, by)
         return state["tables"][key]
 
-    def ranking_view(group, category, source, validated_only, columns):
+    def has_bon(group) -> bool:
+        """Whether the group's protocol has best-of-N candidate sets: its BoN columns, ranking and picture."""
+        return bool(split_group(group)[0]) and bool(group_table(group)["BoN NTS"].notna().any())
+
+    def ranking_view(group, category, source, validated_only, by, columns):
         protocol, models = split_group(group)
-        table = group_table(group, category, source, validated_only)
+        table = group_table(group, category, source, validated_only, by if has_bon(group) else "nts")
         where = "".join(f", {name} = {value}" for name, value in (("category", category), ("source", source))
                         if scope(value))
         summary = render.verdict_html(group_label(protocol, models), verdict(board(), table), where) + \
@@ -132,6 +137,18 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
                                      "AOG": [fmt(v, signed=True) for v in table["aog"]],
                                      "NTS": [fmt(v, signed=True) for v in table["nts"]], "status": table["status"]})
         return figures.id_vs_ood(table, palette(), highlight or [], narrow(width)), frame(shown_points)
+
+    def bon_scatter_view(group, category, source, width):
+        points = plots.nts_vs_bon(group_table(group, category, source)) if split_group(group)[0] else pd.DataFrame()
+        if points.empty:
+            return figures.nts_vs_bon(pd.DataFrame(), palette(), narrow(width)), frame(pd.DataFrame())
+        shown_points = pd.DataFrame({"method": points["method"], "params": points["params"],
+                                     "NTS": [fmt(v, signed=True) for v in points["NTS"]],
+                                     "BoN NTS": [fmt(v, signed=True) for v in points["BoN NTS"]],
+                                     **{f"rank by {n}": ["" if pd.isna(v) else f"{v:.0f}"
+                                                         for v in points[f"rank by {n}"]] for n in ("NTS", "BoN NTS")},
+                                     "status": points["status"]})
+        return figures.nts_vs_bon(points, palette(), narrow(width)), frame(shown_points)
 
     def matrix_view(group, submissions, metric, width):
         keys = [k for k in (submissions or []) if k in board().by_key]
@@ -174,7 +191,8 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
                 gr.Dropdown(choices=keys_of(group), value=[]), gr.Dropdown(choices=keys_of(group), value=chosen),
                 gr.Dropdown(choices=sweeps, value=sweeps[0] if sweeps else None),
                 gr.Dropdown(value=protocol), cards.protocol_card(protocol, protocols) if protocol else "",
-                gr.Dropdown(value=models), cards.model_pair_card(models, model_pairs, board()) if models else "")
+                gr.Dropdown(value=models), cards.model_pair_card(models, model_pairs, board()) if models else "",
+                gr.Radio(value="nts", visible=has_bon(group)))
 
     def filter_choices(group, name) -> list[str]:
         from leaderboard.board import choices
@@ -213,9 +231,12 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
                         with gr.Column(scale=1, min_width=150):
                             validated_only = gr.Checkbox(label="validated only", value=False, elem_id="f-validated")
                             reload = gr.Button("reload submissions", elem_id="reload", size="sm")
+                        rank_by = gr.Radio([("NTS", "nts"), ("BoN NTS", "bon-nts")], value="nts", label="rank by",
+                                           elem_id="rank-by", visible=has_bon(first), min_width=140)
                     columns = gr.CheckboxGroup(CHOOSABLE, value=[c for c in DEFAULT_COLUMNS if c in CHOOSABLE],
-                                               label=f"columns (rank and method are always shown; the compact "
-                                                     f"{len(DEFAULT_COLUMNS)} by default)", elem_id="columns")
+                                               label="columns (rank and method are always shown; the compact default "
+                                                     "is ticked; the BoN ones show where the protocol has best-of-N "
+                                                     "candidate sets)", elem_id="columns")
                 table = gr.HTML(elem_id="ranking-board", **html)
                 unreadable = gr.Textbox(unreadable_text(), label="submissions that could not be read", lines=2,
                                         interactive=False, elem_id="unreadable", visible=bool(board().unreadable))
@@ -239,6 +260,13 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
                                         elem_id="highlight")
                 scatter = gr.Plot(elem_id="scatter", show_label=False)
                 scatter_table = gr.Dataframe(interactive=False, label="the points")
+            with gr.Tab("NTS vs BoN NTS", id="bon"):
+                gr.Markdown("Where the protocol has best-of-N candidate sets: each point is one submission, its NTS on "
+                            "pairs (x) against its BoN NTS (y), means over cells and seeds. On the dashed diagonal the "
+                            "two are equal; the legend gives each method's rank by NTS and by BoN NTS, so a method the "
+                            "two metrics rank differently shows there. Uses the ranking's filters.")
+                bon_scatter = gr.Plot(elem_id="nts-vs-bon", show_label=False)
+                bon_table = gr.Dataframe(interactive=False, label="the points")
             with gr.Tab("Ablations", id="ablations"):
                 sweeps = sweeps_of(first)
                 sweep = gr.Dropdown(sweeps, value=sweeps[0] if sweeps else None, label="method with several settings",
@@ -269,11 +297,13 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
                 report = gr.Textbox(label="validation", lines=8, interactive=False, elem_id="upload-report")
                 preview = gr.HTML(elem_id="upload-preview", **html)
 
-        ranking_inputs = [group, category, source, validated_only, columns]
+        ranking_inputs = [group, category, source, validated_only, rank_by, columns]
         scatter_inputs = [group, category, source, highlight, width]
         matrix_inputs = [group, submissions, metric, width]
-        tied = [category, source, highlight, submissions, sweep, card_protocol, card, card_models, models_card]
+        tied = [category, source, highlight, submissions, sweep, card_protocol, card, card_models, models_card, rank_by]
+        bon_inputs = [group, category, source, width]
         pictures = [(scatter_view, scatter_inputs, [scatter, scatter_table]),
+                    (bon_scatter_view, bon_inputs, [bon_scatter, bon_table]),
                     (matrix_view, matrix_inputs, [heatmap, matrix_table]),
                     (ablation_view, [sweep, width], [ablation_plot, ablation_table])]
 
@@ -283,10 +313,13 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
             return event
 
         # .input: a reader's choice (on_group resets the filters itself); .change: what only a reader changes
-        for control, event in ((category, "input"), (source, "input"), (validated_only, "change"), (columns, "change")):
+        for control, event in ((category, "input"), (source, "input"), (validated_only, "change"), (rank_by, "input"),
+                               (columns, "change")):
             getattr(control, event)(ranking_view, ranking_inputs, [summary, table], show_progress="hidden")
         for control in (category, source, highlight):
             control.input(scatter_view, scatter_inputs, [scatter, scatter_table])
+        for control in (category, source):
+            control.input(bon_scatter_view, bon_inputs, [bon_scatter, bon_table])
         for control in (submissions, metric):
             control.input(matrix_view, matrix_inputs, [heatmap, matrix_table])
         sweep.input(ablation_view, [sweep, width], [ablation_plot, ablation_table])

@@ -16,7 +16,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from bench.core.compare import BASELINE, decision_table
+from bench.core.compare import BASELINE, deciding_interval, decision_table
 from bench.core.report import COLUMNS, cell_rows, params_text
 from bench.submissions.limits import Validation
 from bench.submissions.tree import teacher_conflicts
@@ -93,29 +93,22 @@ class Board:
                   ) -> dict[str, dict]:
         """Per validated submission of a group (by its key): ``bench.core.compare.decision_table``'s row (NTS 95%
         CI, rank 95%, Δ NTS vs naive with its intervals, decided), plus as numbers the same bootstrap's 95%
-        intervals of NTS, AOG and WRG (``ci``: metric -> (low, high)) and, against naive, each metric's Δ
-        (``delta``: metric -> (estimate, bootstrap low, high, t low, t high)). Empty when they cannot be
-        computed (submissions on different seeds or test pairs)."""
-        from bench.core.stats import Board as Bootstrap
+        intervals of NTS, AOG and WRG (``ci``: metric -> (low, high)), against naive each metric's Δ
+        (``delta``: metric -> (estimate, bootstrap low, high, t low, t high)) and the interval that decides Δ NTS
+        (``deciding``: ``bench.core.compare.Decision``). Where every cell has best-of-N candidate sets, ``bon``
+        holds the same for the cells' BoN views (what ``bench compare --metric bon-nts`` compares: its NTS, AOG
+        and WRG are BoN NTS, BoN gain OOD and BoN gain ID). Empty when they cannot be computed (submissions on
+        different seeds or test pairs)."""
+        from bench.core.stats import bon_view
 
         key = (protocol, models, category, source)
         if key not in self._decisions:
             valid = [v for v in self.in_group(protocol, models) if v.ok]
-            slugs = {v.submission["slug"]: v.key for v in valid}
-            try:
-                boot = Bootstrap([c for v in valid for c in v.pairs])
-                table = decision_table(boot, category=category, source=source)
-            except ValueError:
-                self._decisions[key] = {}
-                return self._decisions[key]
-            found = {slugs[row.pop("method")]: row for row in table.to_dict("records")}
-            for slug, sub in slugs.items():
-                stats = boot.stats(slug, ceiling=None, category=category, source=source).metrics
-                found[sub]["ci"] = {m: (stats[m].low, stats[m].high) for m in METRICS}
-                if BASELINE in boot.methods and slug != BASELINE:
-                    deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
-                    found[sub]["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high)
-                                           for m, d in deltas.items() if m in METRICS}
+            cells = [c for v in valid for c in v.pairs]
+            found = _decided(valid, cells, "nts", category, source)
+            if found and all(c.bon for c in cells):
+                for sub, row in _decided(valid, bon_view(cells), "bon-nts", category, source).items():
+                    found[sub]["bon"] = row
             self._decisions[key] = found
         return self._decisions[key]
 
@@ -127,6 +120,29 @@ class Board:
 
 
 NO_DELTA = (math.nan,) * 5
+
+
+def _decided(valid: list[Validation], cells: list, metric: str, category: str | None, source: str | None
+             ) -> dict[str, dict]:
+    """``Board.decisions`` on ``cells`` (the submissions' cells, or their BoN views for ``metric`` "bon-nts")."""
+    from bench.core.stats import Board as Bootstrap
+
+    slugs = {v.submission["slug"]: v.key for v in valid}
+    try:
+        boot = Bootstrap(cells)
+        table = decision_table(boot, category=category, source=source, metric=metric)
+    except ValueError:
+        return {}
+    found = {slugs[row.pop("method")]: row for row in table.to_dict("records")}
+    for slug, sub in slugs.items():
+        stats = boot.stats(slug, ceiling=None, category=category, source=source).metrics
+        found[sub]["ci"] = {m: (stats[m].low, stats[m].high) for m in METRICS}
+        if BASELINE in boot.methods and slug != BASELINE:
+            deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
+            found[sub]["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high)
+                                   for m, d in deltas.items() if m in METRICS}
+            found[sub]["deciding"] = deciding_interval(boot, slug, BASELINE, "nts", category, source, deltas["nts"])
+    return found
 
 
 def group_of(v: Validation) -> tuple[str, str]:

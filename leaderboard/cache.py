@@ -30,6 +30,8 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Mapping
 
+import numpy as np
+
 import bench.submissions.limits as limits
 from bench.core.cells import Cell, EvalSet, correctness_from_text, correctness_text
 from bench.core.io import atomic_write_bytes, atomic_write_json, sha256_file
@@ -37,7 +39,7 @@ from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import Problem, Validation
 
-FORMAT = 2   # the layout of an entry; bump it when what is stored changes
+FORMAT = 3   # the layout of an entry; bump it when what is stored changes (3: the cells' BoN credits)
 # What a submission's validation outcome depends on besides its files: the check itself, the
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
@@ -99,7 +101,23 @@ def _to_json(v: Validation, key: str) -> dict:
                        "independent": c.independent, "looks": list(c.looks) if c.looks else None,
                        "eval_sets": [{"name": e.name, "role": e.role, "pair_ids": list(e.pair_ids),
                                       "teacher": correctness_text(e.teacher), "student": correctness_text(e.student)}
-                                     for e in c.eval_sets]} for c in v.pairs]}
+                                     for e in c.eval_sets],
+                       # a set's credit is |T ∩ B| / |T|, any fraction: kept as JSON floats, which read back exactly
+                       "bon": [{"name": e.name, "role": e.role, "set_ids": list(e.pair_ids),
+                                "teacher": e.teacher.tolist(), "student": e.student.tolist()} for e in c.bon]}
+                      for c in v.pairs]}
+
+
+def _bon_from_json(sets: list[dict]) -> tuple[EvalSet, ...]:
+    """Cell.bon as ``_to_json`` stores it: per eval set, each candidate set's credit, which lies in [0, 1]."""
+    out = []
+    for e in sets:
+        teacher, student = (np.array(e[who], dtype=np.float64) for who in ("teacher", "student"))
+        credits = np.concatenate([teacher, student])
+        if not teacher.shape == student.shape == (len(e["set_ids"]),) or not ((credits >= 0) & (credits <= 1)).all():
+            raise ValueError("best-of-N credits do not match their candidate sets")
+        out.append(EvalSet(e["name"], e["role"], tuple(e["set_ids"]), teacher, student))
+    return tuple(out)
 
 
 def _from_json(data: dict, folder: Path) -> Validation:
@@ -108,7 +126,8 @@ def _from_json(data: dict, folder: Path) -> Validation:
     pairs = [Cell(c["method"], int(c["seed"]), c["source"], c["category"], tuple(
         EvalSet(e["name"], e["role"], tuple(e["pair_ids"]), correctness_from_text(e["teacher"], len(e["pair_ids"])),
                 correctness_from_text(e["student"], len(e["pair_ids"]))) for e in c["eval_sets"]),
-        c["independent"], tuple(c["looks"]) if c["looks"] else None, c["name"]) for c in data["pairs"]]
+        c["independent"], tuple(c["looks"]) if c["looks"] else None, c["name"], _bon_from_json(c["bon"]))
+        for c in data["pairs"]]
     return Validation(folder, errors=[Problem(**p) for p in data["errors"]],
                       warnings=[Problem(**p) for p in data["warnings"]], submission=data["submission"],
                       cells=[CellResult.model_validate(c) for c in data["cells"]], pairs=pairs)

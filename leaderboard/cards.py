@@ -28,7 +28,10 @@ DEFINITIONS = ("WRG = Acc_student(S) âˆ’ Acc_teacher(S); AOG = Acc_student(T) âˆ
                "ceiling's own gain is not told apart from 0 (its t 95% interval over seeds or its bootstrap 95% "
                "interval includes 0). Misfit: the % of the student's own training pairs (a sample of half B) on "
                "which it prefers the other response than its teacher's label (Charikar et al. 2024: the W2S gain "
-               "tracks it); blank for runs made before it was recorded.")
+               "tracks it); blank for runs made before it was recorded. Where the protocol has best-of-N candidate "
+               "sets: BoN gain ID, BoN gain OOD and BoN NTS are WRG, AOG and NTS with BoN accuracies (the % of test "
+               "prompts whose top-scored candidate is gold-best) in place of pair accuracies (docs/best-of-n.md), "
+               "and the board can be ranked by BoN NTS.")
 
 
 def protocol_card(name: str, protocols: Mapping | None = None) -> str:

@@ -27,15 +27,21 @@ class Column:
     help: str          # its definition, shown under the table and on hover
     number: bool       # right-aligned, sorted as a number
     default: bool      # in the compact table; the rest are chosen by the reader
+    bon: bool = False  # a best-of-N column: shown only where the group's protocol has candidate sets
 
 
 _SPREAD = "± is the standard deviation of the per-seed means (each seed's mean over cells) across seeds; blank with one seed"
 _CI = (f"95% interval of the hierarchical bootstrap over seeds and test pairs ({N_BOOT:,} replicates, "
        "docs/statistics.md); with three seeds it is narrower than the t-interval over seeds, so a difference is "
        "decided only by the latter")
+_BON = ("best-of-N (docs/best-of-n.md): a BoN accuracy is the % of test prompts whose top-scored of N candidate "
+        "responses is gold-best (a tie at the top shares the credit); only for a protocol with candidate sets")
+_BON_CI = (f"95% interval of the hierarchical bootstrap over seeds and candidate sets ({N_BOOT:,} replicates), as "
+           "bench compare --metric bon-nts computes it")
 BOARD_COLUMNS = [   # in the order they are shown; the compact default ones have default=True
-    Column("rank", "Rank by mean NTS within the protocol and model pair; 'ref' marks a reference row (teacher, "
-           "ceiling), '–' a submission that does not validate", False, True),
+    Column("rank", "Rank by mean NTS (or BoN NTS, where the board is ranked by it) within the protocol and model "
+           "pair; 'ref' marks a reference row (teacher, ceiling), '–' a submission that does not validate",
+           False, True),
     Column("method", "The W2S method; the link opens its paper, 'code' its source file ('code changed': this "
            "checkout's file is not the one the submission ran)", False, True),
     Column("params", "The method's parameters", False, True),
@@ -66,6 +72,23 @@ BOARD_COLUMNS = [   # in the order they are shown; the compact default ones have
     Column("ID acc", "The student's accuracy on its source's test split, % of pairs where r(chosen) > r(rejected) "
            "(a tie counts ½)", True, True),
     Column("OOD acc", "The student's accuracy on the sibling targets' test splits, %", True, True),
+    Column("BoN NTS", "Best-of-N net transfer score, points: NTS with BoN accuracies in place of pair accuracies, "
+           "BoN gain OOD − max(0, BoN_teacher(S) − BoN_student(S)), mean over cells and seeds; " + _BON,
+           True, True, True),
+    Column("BoN decided", "'better' or 'worse' than naive when the interval that decides Δ BoN NTS vs naive excludes "
+           "0, else 'no'", False, True, True),
+    Column("Δ BoN NTS vs naive", "BoN NTS − naive's BoN NTS, paired: same seeds, teacher and candidate sets",
+           True, True, True),
+    Column("Δ BoN 95% (decides)", "The 95% interval that decides Δ BoN NTS vs naive, by the harness's one rule (as "
+           "bench compare --metric bon-nts): the t-interval over the per-seed differences, or on a protocol seeded "
+           "per source the interval over independent runs with its sequential boundary (docs/statistics.md)",
+           True, True, True),
+    Column("BoN NTS 95% CI", "BoN NTS's " + _BON_CI, True, True, True),
+    Column("BoN NTS ±", "BoN NTS spread: " + _SPREAD, True, False, True),
+    Column("BoN gain OOD", "BoN_student(T) − BoN_teacher(T) on a sibling target T, points, mean over cells and seeds",
+           True, True, True),
+    Column("BoN gain ID", "BoN_student(S) − BoN_teacher(S) on the source's own test split, points, mean over cells "
+           "and seeds", True, True, True),
     Column("misfit", "% of the student's own training pairs (256 of half B) on which it prefers the other response "
            "than its teacher's label (Charikar et al. 2024); blank for runs made before it was recorded", True, False),
     Column("seeds", "Seeds behind each number", True, False),
@@ -76,6 +99,8 @@ BOARD_COLUMNS = [   # in the order they are shown; the compact default ones have
     Column("problem", "The first problem of a submission that does not validate", False, False),
 ]
 COLUMN_BY_NAME = {c.name: c for c in BOARD_COLUMNS}
+SIGNED = {*METRICS.values(), "Δ NTS vs naive", "BoN NTS", "BoN gain ID", "BoN gain OOD", "Δ BoN NTS vs naive"}
+INTERVALS = {*METRICS.values(), "BoN NTS"}   # "<name> 95% CI" from the ranking's "<name> low" and "<name> high"
 DEFAULT_COLUMNS = [c.name for c in BOARD_COLUMNS if c.default]
 HELP = {c.name: c.help for c in BOARD_COLUMNS}
 GROUP_COLUMNS = ["protocol", "model pair"]   # in every CSV row, before the columns shown
@@ -128,10 +153,11 @@ def _cell(name: str, row: pd.Series) -> ShownCell:
     def number(text: str, value: float) -> ShownCell:
         return ShownCell(text, "" if math.isnan(value) else float(value), number=True)
 
-    if name in METRICS.values() or name == "Δ NTS vs naive":
+    if name in SIGNED:
         return number(fmt(row[name], signed=True), row[name])
-    if name.endswith(" 95% CI") and name[:3] in METRICS.values():
-        return number(interval_text(row[f"{name[:3]} low"], row[f"{name[:3]} high"]), row[f"{name[:3]} low"])
+    base = name.removesuffix(" 95% CI")
+    if base != name and base in INTERVALS:
+        return number(interval_text(row[f"{base} low"], row[f"{base} high"]), row[f"{base} low"])
     if name.endswith(" ±") or name in ("ID acc", "OOD acc", "misfit"):
         return number(fmt(row[name]), row[name])
     if name.startswith("PGR"):
@@ -143,6 +169,8 @@ def _cell(name: str, row: pd.Series) -> ShownCell:
         return number(interval_text(row["Δ low"], row["Δ high"]), row["Δ low"])
     if name == "Δ t 95% (seeds)":
         return number(interval_text(row["Δ t low"], row["Δ t high"]), row["Δ t low"])
+    if name == "Δ BoN 95% (decides)":
+        return number(interval_text(row["Δ BoN low"], row["Δ BoN high"]), row["Δ BoN low"])
     if name in ("seeds", "cells"):
         return number(str(int(row[name])), float(row[name]))
     if name == "rank":
@@ -156,11 +184,13 @@ def _cell(name: str, row: pd.Series) -> ShownCell:
 
 def shown(table: pd.DataFrame, columns: list[str] | None = None, board: Board | None = None) -> View:
     """The ranking as the board shows it: ``columns`` (names of ``BOARD_COLUMNS``, in that order; the
-    compact default when None) in the one number format, the reference rows of each protocol x model
-    pair pinned above its ranked rows. The group's own columns (protocol, model pair) are not in the
-    rows: the group is named above the table, and the CSV writes them into every row."""
+    compact default when None; the BoN ones only where a group of the table has BoN numbers) in the one
+    number format, the reference rows of each protocol x model pair pinned above its ranked rows. The
+    group's own columns (protocol, model pair) are not in the rows: the group is named above the table,
+    and the CSV writes them into every row."""
     wanted = set(DEFAULT_COLUMNS if columns is None else columns)
-    picked = [c for c in BOARD_COLUMNS if c.name in wanted]
+    bon = "BoN NTS" in table and bool(table["BoN NTS"].notna().any())   # a protocol with candidate sets
+    picked = [c for c in BOARD_COLUMNS if c.name in wanted and (bon or not c.bon)]
     groups = []
     for (protocol, models), rows in table.groupby(["protocol", "model pair"], sort=False):
         group = Group(protocol, models, [], [])

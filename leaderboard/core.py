@@ -49,15 +49,16 @@ from leaderboard.plots import (
                                  heatmap_default,
                                  id_vs_ood,
                                  matrices,
+                                 nts_vs_bon,
                                  sweep_display,
                                  varying_params,
 )
-from leaderboard.ranking import RANKING_COLUMNS, Verdict, pgr, ranking, verdict
+from leaderboard.ranking import RANK_BY, RANKING_COLUMNS, Verdict, pgr, ranking, verdict
 
 __all__ = ["ALL", "BOARD_COLUMNS", "COLUMN_BY_NAME", "DEFAULT_COLUMNS", "DEFINITIONS", "HELP", "METRICS",
-           "RANKING_COLUMNS", "UPLOAD_PREFIX", "Board", "Column", "Context", "MethodCode", "Row", "Sweep", "Verdict",
-           "View", "ablations", "about_markdown", "choices", "color_limit", "context", "csv_name", "data_line",
-           "group_label", "heatmap_default", "id_vs_ood", "load_board", "location", "markdown", "markdown_html",
-           "matrices", "md_escape", "method_code", "model_pair_card", "model_pair_words", "model_words", "paper_url",
-           "pgr", "protocol_card", "protocol_html", "ranking", "shown", "shown_order", "sweep_display", "title",
-           "varying_params", "verdict"]
+           "RANK_BY", "RANKING_COLUMNS", "UPLOAD_PREFIX", "Board", "Column", "Context", "MethodCode", "Row", "Sweep",
+           "Verdict", "View", "ablations", "about_markdown", "choices", "color_limit", "context", "csv_name",
+           "data_line", "group_label", "heatmap_default", "id_vs_ood", "load_board", "location", "markdown",
+           "markdown_html", "matrices", "md_escape", "method_code", "model_pair_card", "model_pair_words",
+           "model_words", "nts_vs_bon", "paper_url", "pgr", "protocol_card", "protocol_html", "ranking", "shown",
+           "shown_order", "sweep_display", "title", "varying_params", "verdict"]

@@ -152,6 +152,38 @@ def id_vs_ood(table: pd.DataFrame, palette: dict[str, tuple[str, str]], highligh
     return fig
 
 
+def nts_vs_bon(points: pd.DataFrame, palette: dict[str, tuple[str, str]], narrow: bool = False) -> Figure:
+    """Pair NTS (x) against BoN NTS (y), one point per submission (``plots.nts_vs_bon``), with the diagonal where
+    the two are equal. The legend gives each method's rank by either metric (``#2 → #4``: second by NTS, fourth by
+    BoN NTS), so a method the two metrics rank differently reads off it; points in the same order along both axes
+    are methods ranked alike, wherever they sit against the diagonal."""
+    if points.empty:
+        return empty("no best-of-N numbers in this group: its protocol scores no candidate sets (docs/best-of-n.md)")
+    legend_rows = math.ceil(len(points) / (1 if narrow else 2)) + 1
+    size = (NARROW_WIDTH, NARROW_WIDTH + 0.22 * legend_rows) if narrow else (7.5, 5.2 + 0.2 * legend_rows)
+    fig = Figure(figsize=size, layout="constrained")
+    ax = fig.subplots()
+    low = min(points["NTS"].min(), points["BoN NTS"].min(), 0) - 2
+    high = max(points["NTS"].max(), points["BoN NTS"].max(), 0) + 2
+    for _, row in points.iterrows():
+        colour, marker = palette.get(row["submission"], (PALETTE[0], MARKERS[0]))
+        name = row["method"] + (f" ({row['params']})" if row["params"] else "")
+        ranks = "reference, not ranked" if row["role"] == "ceiling" else "not validated" if math.isnan(
+            row["rank by NTS"]) else f"#{row['rank by NTS']:.0f} → #{row['rank by BoN NTS']:.0f}"
+        ax.scatter(row["NTS"], row["BoN NTS"], marker=marker, s=48, color=colour, edgecolors="white", linewidths=0.5,
+                   zorder=3, label=label(f"{textwrap.shorten(name, 40, placeholder='…')}: {ranks}"))
+    ax.plot([low, high], [low, high], color="grey", linestyle="--", linewidth=1, label="BoN NTS = NTS")
+    ax.axhline(0, color="black", linewidth=0.6)
+    ax.axvline(0, color="black", linewidth=0.6)
+    ax.set_xlim(low, high)
+    ax.set_ylim(low, high)
+    ax.set_xlabel("NTS: pair accuracy (points)", fontsize=9)
+    ax.set_ylabel("BoN NTS: best-of-N (points)", fontsize=9)
+    ax.set_title("rank by NTS → rank by BoN NTS in the legend", fontsize=9)
+    fig.legend(fontsize=8, loc="outside lower center", ncol=1 if narrow else 2, frameon=False)
+    return fig
+
+
 def ablation(sweep: Sweep, title: str, narrow: bool = False) -> Figure:
     """NTS, AOG and WRG against the swept param (log axis when it spans a decade or more), one line per
     setting of the other params that vary. Each point's bar is the interval that decides on this board

@@ -1,6 +1,6 @@
 """The numbers behind the board's pictures, per group: source x target matrices per category, the
-ID-vs-OOD points, and ablations (one method's param settings) with the interval that decides.
-``leaderboard.figures`` draws them."""
+ID-vs-OOD points, ablations (one method's param settings) with the interval that decides, and, where the
+protocol has best-of-N candidate sets, pair NTS against BoN NTS per method. ``leaderboard.figures`` draws them."""
 from __future__ import annotations
 
 import math
@@ -63,6 +63,21 @@ def id_vs_ood(board: Board, protocol: str | None = None, models: str | None = No
     if cells.empty:
         return pd.DataFrame(columns=[*keys, "wrg", "aog", "nts"])
     return cells.groupby(keys, sort=False)[["wrg", "aog", "nts"]].mean().reset_index()
+
+
+def nts_vs_bon(table: pd.DataFrame) -> pd.DataFrame:
+    """Pair NTS and BoN NTS per submission of a group's ranking table (``ranking.ranking``), where its protocol has
+    candidate sets: the ceiling, then the ranked methods in the ranking's order (as ``columns.shown_order``), each
+    with its rank by either metric among the validated ranked methods (1 = best; ties share the better rank; blank
+    for the ceiling and a submission that does not validate), so whether the two metrics rank the methods alike
+    reads off one row. Empty without BoN numbers."""
+    rows = table[table["role"].isin(["ceiling", "method", "upload"]) & table["BoN NTS"].notna()]
+    rows = rows.sort_values("role", key=lambda role: role != "ceiling", kind="stable")   # as the board shows them
+    points = rows[["submission", "method", "params", "status", "role", "NTS", "BoN NTS"]].reset_index(drop=True)
+    ranked = (rows["role"] != "ceiling").to_numpy() & rows["rank"].str.isdigit().to_numpy()
+    for name in ("NTS", "BoN NTS"):
+        points[f"rank by {name}"] = points[name].where(ranked).rank(ascending=False, method="min")
+    return points
 
 
 @dataclass

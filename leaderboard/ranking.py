@@ -10,6 +10,10 @@ board, ``bench report`` and ``bench submit`` agree); intervals, rank intervals, 
   PGR ID = WRG / WRG(ceiling) and PGR OOD = AOG / AOG(ceiling), over the same selected cells. Shown
   only when the ceiling's own gain is told apart from 0 (``pgr``); otherwise blank, with the reason.
 - Reference rows: the teacher (its own accuracies; gains 0 by definition) and the ``ceiling`` method.
+- Best-of-N, where the group's protocol has candidate sets (docs/best-of-n.md): BoN NTS, BoN gain ID and OOD
+  are means as NTS is; their intervals, Δ BoN NTS vs naive, the interval that decides it and "BoN decided" are
+  ``Board.decisions``' ``bon``, i.e. ``decision_table`` on the cells' BoN views (``bench compare --metric
+  bon-nts``). ``ranking(..., by="bon-nts")`` ranks by BoN NTS.
 """
 from __future__ import annotations
 
@@ -28,7 +32,12 @@ RANKING_COLUMNS = ["rank", "method", "params", "status", "role",
                    "Δ NTS vs naive", "Δ low", "Δ high", "Δ 95% CI", "Δ t low", "Δ t high", "Δ t 95% (seeds)", "decided",
                    "AOG", "AOG ±", "AOG low", "AOG high", "WRG", "WRG ±", "WRG low", "WRG high",
                    "ID acc", "OOD acc", "PGR ID", "PGR ID note", "PGR OOD", "PGR OOD note", "misfit", "seeds", "cells",
-                   "submitter", "model pair", "protocol", "submission", "problem", "paper", "code"]
+                   "submitter", "model pair", "protocol", "submission", "problem", "paper", "code",
+                   "BoN NTS", "BoN NTS ±", "BoN NTS low", "BoN NTS high", "BoN gain ID", "BoN gain OOD",
+                   "Δ BoN NTS vs naive", "Δ BoN low", "Δ BoN high", "BoN decided"]
+# What a group can be ranked by (``ranking``'s ``by``, named as ``bench compare --metric``): the column it sorts on
+RANK_BY = {"nts": "NTS", "bon-nts": "BoN NTS"}
+BON = {"bon_nts": "BoN NTS", "bon_gain_id": "BoN gain ID", "bon_gain_ood": "BoN gain OOD"}   # summary key -> column
 SEARCHED = ["method", "params", "submitter", "submission"]   # what the search box matches (ranking.js too)
 NAMED_UNDECIDED = 3   # a verdict names its undecided methods up to this many, else counts them
 
@@ -65,6 +74,9 @@ def _row(summary: pd.Series, ceiling: pd.Series | None, ceiling_ci: dict | None)
     row.update({f"{METRICS[m]} ±": summary[f"{m}_sd"] for m in METRICS})
     row.update({"ID acc": summary["student_id"], "OOD acc": summary["student_ood"],
                 "seeds": int(summary["seeds"]), "cells": int(summary["cells"])})
+    # blank where the protocol has no candidate sets (bench.core.report.summarise leaves the BoN columns out)
+    row.update({name: summary.get(key, math.nan) for key, name in BON.items()})
+    row["BoN NTS ±"] = summary.get("bon_nts_sd", math.nan)
     for name, metric in (("PGR ID", "wrg"), ("PGR OOD", "aog")):
         row[name], row[f"{name} note"] = pgr(summary[metric], ceiling, (ceiling_ci or {}).get(metric), metric)
     return row
@@ -85,28 +97,37 @@ def _teacher_row(group: pd.DataFrame, ceiling: pd.Series | None, ceiling_ci: dic
             "problem": "submissions disagree on the teacher (bench validate shows where)" if disagree else ""}
 
 
-def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, ceiling, ceiling_ci) -> dict:
+def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, ceiling, ceiling_ci, by: str) -> dict:
     first = cells_of.iloc[0]
     ci, delta = decided.get("ci", {}), decided.get("delta", {}).get("nts", NO_DELTA)
+    bon = decided.get("bon", {})
+    deciding = bon.get("deciding")
     row = {**_row(summarise(cells_of), ceiling, ceiling_ci), **_method_info(board.by_key[key]),
            "method": first["method"], "params": first["params"], "status": first["status"],
            "role": "upload" if key.startswith(UPLOAD_PREFIX) else "method",
            "problem": first["problem"], "submitter": first["submitter"], "submission": key,
-           "NTS 95% CI": decided.get("NTS 95% CI", ""), "rank 95%": decided.get("rank 95%", ""),
+           "NTS 95% CI": decided.get("NTS 95% CI", ""),
+           "rank 95%": (bon if by == "bon-nts" else decided).get("rank 95%", ""),
            "Δ NTS vs naive": decided.get("Δ NTS vs naive", math.nan),
            "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ t 95% (seeds)": decided.get("Δ t 95% (seeds)", ""),
            "Δ low": delta[1], "Δ high": delta[2], "Δ t low": delta[3], "Δ t high": delta[4],
-           "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean()}
+           "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean(),
+           "Δ BoN NTS vs naive": bon.get("Δ BoN NTS vs naive", math.nan), "BoN decided": bon.get("decided", ""),
+           "Δ BoN low": deciding.low if deciding else math.nan, "Δ BoN high": deciding.high if deciding else math.nan}
     for name in METRICS.values():
         row[f"{name} low"], row[f"{name} high"] = ci.get(name.lower(), (math.nan, math.nan))
+    row["BoN NTS low"], row["BoN NTS high"] = bon.get("ci", {}).get("nts", (math.nan, math.nan))
     return row
 
 
 def ranking(board: Board, protocol: str | None = None, models: str | None = None, category: str | None = None,
-            source: str | None = None, search: str = "", validated_only: bool = False) -> pd.DataFrame:
-    """Methods ranked by mean NTS within each protocol x model pair, then the reference rows (ceiling,
-    teacher). Filters narrow the cells every number is computed over; ``search`` matches method,
-    params, submitter or submission (case-insensitive) and keeps the reference rows and the ranks."""
+            source: str | None = None, search: str = "", validated_only: bool = False, by: str = "nts") -> pd.DataFrame:
+    """Methods ranked by mean NTS (``by`` "bon-nts": BoN NTS, and its rank intervals) within each protocol x model
+    pair, then the reference rows (ceiling, teacher). Filters narrow the cells every number is computed over;
+    ``search`` matches method, params, submitter or submission (case-insensitive) and keeps the reference rows
+    and the ranks. A ValueError names a group that has no BoN numbers to rank by."""
+    if by not in RANK_BY:
+        raise ValueError(f"rank by {by!r}: give one of {', '.join(RANK_BY)}")
     cells = select(board.cells, protocol, models, category, source)
     if validated_only:
         cells = cells[cells["valid"]]
@@ -120,12 +141,15 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
         ceiling_ci = decisions.get(ceiling_key, {}).get("ci")
         ranked, references = [], []
         for key, cells_of in group.groupby("submission", sort=False):
-            row = _method_row(board, key, cells_of, decisions.get(key, {}), ceiling, ceiling_ci)
+            row = _method_row(board, key, cells_of, decisions.get(key, {}), ceiling, ceiling_ci, by)
             if key == ceiling_key:
                 references.append({**row, "rank": "ref", "role": "ceiling", "status": f"reference; {row['status']}"})
             else:
                 ranked.append((bool(cells_of["valid"].iloc[0]), row))
-        ranked.sort(key=lambda item: -item[1]["NTS"])
+        if any(math.isnan(row[RANK_BY[by]]) for _, row in ranked):
+            raise ValueError(f"{protocol_name} x {models_name} has no {RANK_BY[by]} for every submission (its protocol "
+                             f"scores no best-of-N candidate sets): rank it by NTS")
+        ranked.sort(key=lambda item: -item[1][RANK_BY[by]])
         position = 0
         for valid, row in ranked:
             position += valid
@@ -135,7 +159,8 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
         for row in [*(r for _, r in ranked), *references]:
             rows.append({**row, "model pair": models_name, "protocol": protocol_name})
     table = pd.DataFrame(rows, columns=RANKING_COLUMNS)
-    table["Δ NTS vs naive"] = pd.to_numeric(table["Δ NTS vs naive"].replace("", math.nan))
+    for name in ("Δ NTS vs naive", "Δ BoN NTS vs naive"):   # naive's own is blank
+        table[name] = pd.to_numeric(table[name].replace("", math.nan))
     if search.strip():
         needle = search.strip().lower()
         hit = table[SEARCHED].fillna("").apply(lambda column: column.str.lower().str.contains(needle, regex=False))

@@ -1,6 +1,7 @@
 """``bench leaderboard --html DIR``: the board as a static page, one group (protocol x model pair) at a
 time behind a switcher, as in the app: what was run, each group's verdict, context line, ranking table
-(with its search, sorting and CSV), pictures and cards, and About. Rendered by ``leaderboard.render``
+(with its search, sorting and CSV), pictures (pair NTS against BoN NTS where the protocol has best-of-N
+candidate sets) and cards, and About. Rendered by ``leaderboard.render``
 (jinja2 with autoescape, so submission text is shown literally); pictures are SVG files drawn by
 ``figures`` in a wide and a narrow layout (the page picks one by the screen's width), embedded with
 <img>, named by number, never by submission text; the built-in methods' source files are copied under
@@ -54,7 +55,10 @@ def _group(board: Board, out: Path, i: int, protocol: str, models: str, palette:
         figure = _save(out, f"ablation-{i}-{j}", lambda n, s=sweep, k=key: figures.ablation(s, k, n))
         sweeps.append({"key": key, "figure": figure, "columns": list(display.columns),
                        "rows": [list(r) for r in display.itertuples(index=False)]})
+    points = plots.nts_vs_bon(table)   # empty where the protocol has no candidate sets: no picture
     return {"label": label, "count": len(board.in_group(protocol, models)),
+            "bon": None if points.empty else _save(out, f"nts-vs-bon-{i}",
+                                                   lambda n: figures.nts_vs_bon(points, palette, n)),
             "verdict": render.verdict_html(label, verdict(board, table)),
             "context": render.context_html(context(board, table)),
             "ranking": render.ranking_html(view, csv_name(protocol, models), f"ranking-{i}"),

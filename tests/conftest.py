@@ -71,6 +71,16 @@ def runs(tmp_path_factory, small_protocol, small_models):
     return small_runs(tmp_path_factory, small_protocol, small_models)
 
 
+@pytest.fixture(scope="session")
+def bon_runs(tmp_path_factory, bon_protocol, small_models):
+    """Real runs and their submissions on the small protocol with best-of-4 candidate sets, two seeds (so a
+    difference from naive has a t-interval): naive, the ceiling and anchor; for the board's best-of-N view."""
+    from small_runs import small_runs
+
+    protocol = dataclasses.replace(bon_protocol, name="mini-bon-board", seeds=(0, 1))
+    return small_runs(tmp_path_factory, protocol, small_models, (("naive", {}), ("ceiling", {}), ("anchor", {"lam": "0.5"})))
+
+
 @pytest.fixture
 def naive(runs, tmp_path):
     """A private copy of the naive submission to damage."""

@@ -29,18 +29,20 @@ class SmallRuns:
         return dest
 
 
-_made: dict[Path, SmallRuns] = {}
+_made: dict[tuple[Path, str], SmallRuns] = {}
 
 
-def small_runs(tmp_path_factory, protocol, models) -> SmallRuns:
+def small_runs(tmp_path_factory, protocol, models, runs=RUNS) -> SmallRuns:
+    """``runs`` (method, params) of ``protocol`` x ``models`` and their submissions, made once per session and
+    protocol."""
     from bench.core.settings import RunSettings
     from bench.stages import pipeline
     from bench.submissions.pack import submit
 
-    base = tmp_path_factory.getbasetemp()
+    base = (tmp_path_factory.getbasetemp(), protocol.name)
     if base not in _made:
         results, cache, submissions = (tmp_path_factory.mktemp(n) for n in ("sub_results", "sub_cache", "submissions"))
-        for method, params in RUNS:
+        for method, params in runs:
             pipeline.run(RunSettings(protocol, models, method, params, list(protocol.datasets), list(protocol.seeds), results,
                          cache, command=f"bench run --method {method}"))
         protocols, model_pairs = {protocol.name: protocol}, {models.name: models}

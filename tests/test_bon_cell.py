@@ -173,16 +173,62 @@ def test_the_commands_show_bon(bon, capsys):
     assert main(["report", "--out", str(bon["results"])]) == 0
     out = capsys.readouterr().out
     assert out.index("BoN NTS") < out.index("Δ NTS vs naive") < out.index("Δ BoN NTS vs naive")
-    assert main(["compare", "ceiling", "naive", "--out", str(bon["results"]), "--metric", "bon-nts",
-                 "--until-decided"]) == 2
-    assert "--until-decided decides on NTS" in capsys.readouterr().err
 
 
-def test_compare_on_bon_nts_refuses_cells_without_candidate_sets(runs):
+def test_compare_on_bon_nts_refuses_cells_without_candidate_sets(runs, capsys):
+    from bench.cli import main
     from bench.core.compare import board_for
 
     with pytest.raises(BenchError, match="--metric bon-nts: .*no best-of-N candidate scores"):
         board_for(runs.results, ["ceiling", "naive"], metric="bon-nts")
+    # --until-decided too, before any work, naming the fix
+    assert main(["compare", "ceiling", "naive", "--out", str(runs.results), "--metric", "bon-nts",
+                 "--until-decided"]) == 2
+    err = capsys.readouterr().err
+    assert "no best-of-N candidate scores (its protocol scores no candidate sets)" in err
+    assert "compare its pair metrics (--metric nts), or run a protocol with candidate sets" in err
+
+
+def test_until_decided_grows_a_comparison_on_bon_nts(tmp_path, capsys, bon_protocol, registered_small):
+    """bench compare --until-decided --metric bon-nts on a protocol with candidate sets seeded per source: every
+    look is the runs delta of the cells' BoN NTS, each run's the mean over its targets of the BoN NTS its result.json
+    records, and the seeds it adds score their candidates too."""
+    from bench.cli import main
+    from bench.core.compare import interval_text
+    from bench.core.protocols import PROTOCOLS
+    from bench.core.results import load_cell
+    from bench.core.runs import runs_delta, stratified
+    from bench.core.stats import bon_view
+
+    _, models = registered_small
+    protocol = dataclasses.replace(bon_protocol, name="mini-seq-bon", seeding="per-source", looks=(2, 3), seeds=(0, 1))
+    if protocol.name not in PROTOCOLS:
+        PROTOCOLS.register(protocol.name, protocol)
+    out = tmp_path / "out"
+    for method in METHODS:
+        pipeline.run(RunSettings(protocol, models, method, {}, protocol.datasets, [0, 1], out, tmp_path / "cache"))
+    assert main(["compare", "ceiling", "naive", "--out", str(out), "--until-decided", "--metric", "bon-nts",
+                 "--precision", "0", "--cache-dir", str(tmp_path / "cache")]) == 0
+    printed = capsys.readouterr().out
+    assert f"ceiling − naive on {protocol.name}/{models.name}: BoN NTS over independent runs" in printed
+    bon_nts = {}   # (method, seed, source) -> the run's BoN NTS, from its result.json
+    for path in out.rglob(RESULT_FILE):
+        result = load_cell(path.parent)
+        assert result.candidates_file is not None   # the seeds the command added scored their candidates
+        bon_nts[result.method.name, result.seed, result.source] = \
+            sum(m.bon_nts for m in result.metrics.values()) / len(result.metrics)
+    seeds = sorted({seed for _, seed, _ in bon_nts})
+    assert seeds in ([0, 1], [0, 1, 2]) and len(bon_nts) == len(METHODS) * len(seeds) * len(protocol.datasets)
+    diffs = {s: [bon_nts["ceiling", j, s] - bon_nts["naive", j, s] for j in seeds] for s in protocol.datasets}
+    estimate, low, high, runs, *_ = stratified(diffs, protocol.looks)
+    assert f"{estimate:+.2f} {interval_text(low, high)} over {runs} runs ({len(seeds)} seeds)" in printed.splitlines()[-1]
+    # bench.core.runs.runs_delta on the cells' BoN views: each run's difference is its BoN NTS difference
+    from bench.core.cells import load_cells
+
+    cells = {m: load_cells(p.parent for p in sorted((out / protocol.name / models.name / m).rglob(RESULT_FILE)))
+             for m in METHODS}
+    delta = runs_delta(bon_view(cells["ceiling"]), bon_view(cells["naive"]), looks=protocol.looks)
+    assert delta.per_run == pytest.approx(tuple(diffs[s][j] for j in range(len(seeds)) for s in sorted(diffs)))
 
 
 def test_a_protocol_without_candidates_keeps_its_hash_and_writes_no_candidates(runs, small_protocol):
@@ -381,3 +427,52 @@ def test_rank_agreement_of_nts_and_bon_nts(bon, bon_protocol, small_models, tmp_
     assert main(["report", "--out", str(both)]) == 0
     out = capsys.readouterr().out
     assert "Rank by NTS against rank by BoN NTS: Spearman's rho" in out
+
+
+# --- bench export ---------------------------------------------------------------------------------------------
+def test_export_carries_the_candidates_and_its_bon_numbers_recompute_from_them(bon, runs, tmp_path, monkeypatch):
+    """bench export of a submission with candidate sets writes every candidate (config ``candidates``) and the
+    cells' BoN accuracies; the BoN numbers recompute from the export alone, and so does the card's own code. A
+    protocol without sets exports no candidates table."""
+    import contextlib
+    import io
+    import re
+
+    import pandas as pd
+    from datasets import load_dataset
+
+    from bench.commands.export import export_submission
+
+    folder = next(p.parent for p in bon["submissions"].rglob(SUBMISSION_FILE) if p.parent.name == "naive")
+    meta = json.loads((folder / SUBMISSION_FILE).read_text())
+    out = export_submission(folder, tmp_path / "export", protocols=bon["protocols"], model_pairs=bon["model_pairs"])
+    candidates = load_dataset(str(out), "candidates", split="train").to_pandas()
+    cells = pd.read_parquet(out / "data" / "cells.parquet")
+    results = {(r["seed"], r["source"]): r for r in (json.loads(p.read_text()) for p in folder.rglob(RESULT_FILE))}
+    assert len(candidates) == 4 * sum(e["n_sets"] for r in results.values() for e in r["eval_sets"].values())
+    for (seed, source), own in candidates.groupby(["seed", "source"]):
+        bons = {}
+        for eval_set, rows in own.groupby("eval_set"):
+            sets = [s.sort_values("candidate") for _, s in rows.groupby("set_id", sort=False)]
+            bons[eval_set] = {who: bon_accuracy([s[who].tolist() for s in sets], [s["grade"].tolist() for s in sets])
+                              for who in ("teacher", "student")}
+            assert bons[eval_set]["teacher"] == results[seed, source]["eval_sets"][eval_set]["teacher_bon"]
+        for target, values in bon_cell_metrics(bons, source).items():
+            row = cells[(cells["seed"] == seed) & (cells["source"] == source) & (cells["target"] == target)].iloc[0]
+            assert (row["teacher_bon_ood"], row["student_bon_ood"]) == (bons[target]["teacher"], bons[target]["student"])
+            assert (row["teacher_bon_id"], row["student_bon_id"]) == (bons[source]["teacher"], bons[source]["student"])
+            for metric, value in values.items():
+                assert row[metric] == value == results[seed, source]["metrics"][target][metric]
+    card = (out / "README.md").read_text()
+    assert 'config_name: "candidates"' in card and "| BoN NTS | " in card and "- `candidates`: one row per" in card
+    code = re.findall(r"```python\n(.*?)```", card, flags=re.S)[0]
+    monkeypatch.chdir(out)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(code, {})   # asserts its recomputed WRG, AOG, NTS and BoN gain ID, BoN gain OOD, BoN NTS equal the summary's
+    assert f"'bon_nts': {round(meta['summary']['bon_nts'], 2)}" in \
+        printed.getvalue().replace("np.float64(", "").replace(")", "")
+    plain = export_submission(next(p.parent for p in runs.submissions.rglob(SUBMISSION_FILE)), tmp_path / "plain",
+                              protocols=runs.protocols, model_pairs=runs.model_pairs)
+    assert not (plain / "data" / "candidates.parquet").exists() and "candidates" not in \
+        (plain / "README.md").read_text().split("---")[1]

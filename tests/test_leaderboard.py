@@ -173,10 +173,13 @@ def test_an_invalid_submission_is_shown_marked_and_unranked(runs, tmp_path):
 # --- the one display format ---------------------------------------------------------------------------------
 def test_the_board_shows_one_number_format_with_references_pinned(reference):
     view = core.shown(mini_tiny(reference), board=reference)
-    assert [c.name for c in view.columns] == core.DEFAULT_COLUMNS
-    # rank, method, NTS and decided first (a phone keeps them in view), then what decides, then the rest
+    # rank, method, NTS and decided first (a phone keeps them in view), then what decides, then the rest; the
+    # best-of-N group last, and only where the protocol has candidate sets (tests/test_leaderboard_bon.py)
     assert core.DEFAULT_COLUMNS == ["rank", "method", "params", "NTS", "decided", "Δ NTS vs naive", "Δ t 95% (seeds)",
-                                    "NTS 95% CI", "rank 95%", "AOG", "WRG", "ID acc", "OOD acc"]
+                                    "NTS 95% CI", "rank 95%", "AOG", "WRG", "ID acc", "OOD acc",
+                                    "BoN NTS", "BoN decided", "Δ BoN NTS vs naive", "Δ BoN 95% (decides)",
+                                    "BoN NTS 95% CI", "BoN gain OOD", "BoN gain ID"]
+    assert [c.name for c in view.columns] == core.DEFAULT_COLUMNS[:13]   # mini v1 has no candidate sets
     [group] = view.groups
     assert [r.role for r in group.references] == ["ceiling", "teacher"]   # pinned above the ranked rows
     assert [r.cells[0].text for r in group.ranked] == [str(i) for i in range(1, reference_count())]  # all but the ceiling

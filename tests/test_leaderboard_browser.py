@@ -5,7 +5,8 @@ order with the reference rows pinned and shaded, numbers in one format, and the 
 columns can be chosen, headers sort, the CSV holds what is shown with its group; a filter and the search
 change the rows, both ways; the pictures follow the group; submission text shows as text; uploads
 (tampered, damaged, made by Finder, valid) are checked with nothing of them kept and the server's memory
-back to its base; and at 390 px the ranking's first screen shows rank, method, NTS and decided.
+back to its base; at 390 px the ranking's first screen shows rank, method, NTS and decided; and a group whose
+protocol has best-of-N candidate sets shows its BoN columns, ranks by BoN NTS and draws NTS against BoN NTS.
 
 Uses Debian's chromium (``apt-get install chromium``; never a browser download) through Playwright.
 Screenshots go to $SHIFTBENCH_SCREENSHOTS when set, else to a temporary folder. Skipped without
@@ -171,7 +172,8 @@ def test_the_page_says_what_was_run_and_ranks_in_one_format(page, served, shots)
                      r"\(weak teacher\) → all-MiniLM-L6-v2 cut to its first 2 layers \(strong student\) · "
                      r"1 seed × 2 source → target cells · "
                      r"24 test pairs per eval set · 5 submissions · last updated \d{4}-\d\d-\d\d \(", context), context
-    assert headers(page) == core.DEFAULT_COLUMNS   # the group is named above: no protocol or model pair column
+    # the group is named above: no protocol or model pair column; no BoN columns (its protocol has no candidate sets)
+    assert headers(page) == [c for c in core.DEFAULT_COLUMNS if not core.COLUMN_BY_NAME[c].bon]
     assert clipped(page) == [0, []]   # the table fits its box at 1,440 px, no text cut short
     shown = rows(page)
     assert shown == expected(board)
@@ -210,7 +212,7 @@ def test_columns_can_be_chosen_and_the_csv_is_what_is_shown(page, served, shots,
     page.locator("#columns").get_by_label("NTS ±", exact=True).check()
     page.locator("#columns").get_by_label("params", exact=True).uncheck()
     chosen = ["rank", "method", *[c for c in core.DEFAULT_COLUMNS if c not in ("rank", "method", "params")], "NTS ±"]
-    chosen = [c.name for c in core.BOARD_COLUMNS if c.name in chosen]
+    chosen = [c.name for c in core.BOARD_COLUMNS if c.name in chosen and not c.bon]   # no candidate sets here
     wait_until(lambda: headers(page) == chosen, what="the chosen columns")
     assert rows(page) == core.shown(core.ranking(board, *GROUP), chosen, board).text()
     page.locator('#ranking th[data-col="AOG"]').click()
@@ -403,6 +405,51 @@ def test_a_phone_sees_rank_method_nts_and_decided_first(browser, served, shots, 
     assert page.evaluate("document.documentElement.scrollWidth") <= 390   # the static page neither
     page.screenshot(path=str(shots / "static-390.png"), full_page=True)
     context.close()
+
+
+@pytest.fixture(scope="module")
+def served_bon(tmp_path_factory, bon_runs):
+    """The app over the submissions of a protocol with best-of-N candidate sets (conftest's ``bon_runs``)."""
+    from leaderboard.app import serve
+
+    store = tmp_path_factory.mktemp("bon_validation_cache")
+    port = free_port()
+    demo = serve(bon_runs.submissions, port=port, protocols=bon_runs.protocols, model_pairs=bon_runs.model_pairs,
+                 block=False, cache_dir=store)
+    yield f"http://127.0.0.1:{port}/", core.load_board(bon_runs.submissions, bon_runs.protocols, bon_runs.model_pairs,
+                                                       store)
+    demo.close()
+
+
+def test_a_group_with_candidate_sets_shows_and_ranks_by_bon(browser, served_bon, shots):
+    """Its BoN column group, a "rank by" choice that re-ranks by BoN NTS, and the picture of NTS against BoN NTS."""
+    url, board = served_bon
+    [bon] = board.groups
+    context = browser.new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector("#ranking tbody.ranked tr", timeout=60_000)
+    assert headers(page) == core.DEFAULT_COLUMNS   # the BoN group too
+    assert rows(page) == expected(board, bon)
+    page.locator("#columns-box").get_by_text("Filters and columns").click()
+    page.locator("#rank-by").get_by_label("BoN NTS", exact=True).check()
+    by_bon = core.shown(core.ranking(board, *bon, by="bon-nts"), board=board).text()
+    wait_until(lambda: rows(page) == by_bon, what="the ranking by BoN NTS")
+    at = core.DEFAULT_COLUMNS.index("BoN NTS")
+    ranked = [float(r[at]) for r in rows(page)[2:]]
+    assert ranked == sorted(ranked, reverse=True)
+    page.screenshot(path=str(shots / "bon-ranking.png"), full_page=True)
+    page.get_by_role("tab", name="NTS vs BoN NTS").click()
+    page.wait_for_selector("#nts-vs-bon img", state="visible", timeout=30_000)
+    page.screenshot(path=str(shots / "tab-bon.png"), full_page=True)
+    context.close()
+
+
+def test_a_group_without_candidate_sets_offers_no_bon(page):
+    page.locator("#columns-box").get_by_text("Filters and columns").click()
+    assert not page.locator("#rank-by").is_visible()
+    page.get_by_role("tab", name="NTS vs BoN NTS").click()
+    page.wait_for_selector("#nts-vs-bon img", state="visible", timeout=30_000)   # a picture that says why it is empty
 
 
 def rss_mb() -> float:

@@ -8,12 +8,17 @@ which, so ``datasets.load_dataset(DIR)`` (or the Hub id it is pushed to) reads t
     data/cells.parquet      config ``cells``: one row per seed x source -> target, with the accuracies,
                             WRG / AOG / NTS and misfit the submission's result.json files record
     data/summary.parquet    config ``summary``: the submission's summary and 95% intervals, one row
+    data/candidates.parquet config ``candidates``, only on a protocol with best-of-N candidate sets
+                            (docs/best-of-n.md): every candidate's gold grade and teacher and student
+                            scores, one row per seed x source x eval set x set x candidate
     submission.json         the submission's own metadata, as validated
     README.md               the card: what the numbers are, the protocol card, the model pair, the
                             datasets' licences, and code that recomputes the summary from the scores
 
 The submission is validated first (``bench validate``'s checks, every number recomputed); one that
-does not validate is not exported. The folder is written beside ``DIR`` and moved into place whole.
+does not validate is not exported. The card's code recomputes the summary's WRG, AOG and NTS from
+``scores`` and, where there are candidate sets, its BoN gain ID, BoN gain OOD and BoN NTS from
+``candidates``. The folder is written beside ``DIR`` and moved into place whole.
 Pushing it: ``hf upload ORG/NAME DIR --repo-type dataset`` (``huggingface-cli upload`` with the same
 arguments on huggingface_hub before 1.0).
 """
@@ -26,9 +31,11 @@ from typing import Mapping
 
 from bench.core.errors import BenchError
 from bench.core.io import atomic_write_bytes, read_csv_gz, staged_folder
+from bench.core.result_schema import CANDIDATES_FILE, SCORES_FILE
 
 CONFIGS = (("scores", "data/scores.parquet", True), ("cells", "data/cells.parquet", False),
            ("summary", "data/summary.parquet", False))
+CANDIDATES = ("candidates", "data/candidates.parquet", False)   # only where the protocol has candidate sets
 
 RECOMPUTE = '''import os
 
@@ -54,20 +61,60 @@ for metric, value in recomputed.items():
 print({m: round(v, 2) for m, v in recomputed.items()})
 '''
 
+# Appended to RECOMPUTE where the protocol has candidate sets: the BoN numbers from the candidates table
+RECOMPUTE_BON = '''
+candidates = load_dataset(DATA, "candidates", split="train").to_pandas()
+# a set earns |T & B| / |T|: T its candidates tied at the top score, B its gold-best ones (the top grade)
+keys = ["seed", "source", "eval_set", "role", "set_id"]
+sets = candidates.groupby(keys)
+candidates["best"] = candidates.grade == sets.grade.transform("max")
+for who in ("teacher", "student"):
+    candidates[f"{who}_top"] = candidates[who] == sets[who].transform("max")
+    candidates[f"{who}_hit"] = candidates[f"{who}_top"] & candidates.best
+credit = candidates.groupby(keys, as_index=False)[["teacher_top", "teacher_hit", "student_top", "student_hit"]].sum()
+for who in ("teacher", "student"):
+    credit[who] = 100 * credit[f"{who}_hit"] / credit[f"{who}_top"]
+bon = credit.groupby(["seed", "source", "eval_set", "role"], as_index=False)[["teacher", "student"]].mean()
+own = bon[bon.role == "id"][["seed", "source", "teacher", "student"]]
+cells = bon[bon.role == "ood"].merge(own, on=["seed", "source"], suffixes=("", "_id"))
+cells["bon_gain_id"] = cells.student_id - cells.teacher_id
+cells["bon_gain_ood"] = cells.student - cells.teacher
+cells["bon_nts"] = cells.bon_gain_ood - (cells.teacher_id - cells.student_id).clip(lower=0)
+bon_metrics = ("bon_gain_id", "bon_gain_ood", "bon_nts")
+per_seed = cells.groupby("seed")[list(bon_metrics)].mean()
+recomputed = {m: per_seed[m].mean() for m in bon_metrics}
+for metric, value in recomputed.items():
+    assert abs(value - summary[metric]) < 1e-9, (metric, value, summary[metric])
+print({m: round(v, 2) for m, v in recomputed.items()})
+'''
 
-def _tables(v) -> tuple[list[dict], list[dict], dict]:
-    """The submission's per-pair scores, per-cell numbers and summary as rows."""
+
+def configs(protocol) -> tuple[tuple[str, str, bool], ...]:
+    """The export's tables: the candidates' too where ``protocol`` scores candidate sets."""
+    return CONFIGS + ((CANDIDATES,) if protocol.candidates else ())
+
+
+def _tables(v) -> tuple[list[dict], list[dict], dict, list[dict]]:
+    """The submission's per-pair scores, per-cell numbers, summary and (where its protocol has candidate sets)
+    per-candidate scores as rows."""
     from bench.submissions.limits import cell_folder
 
     meta = v.submission
-    scores, cells = [], []
+    scores, cells, candidates = [], [], []
     for result in sorted(v.cells, key=lambda r: (r.seed, meta["protocol"]["name"], r.source)):
         roles = {name: e.role for name, e in result.eval_sets.items()}
-        for row in read_csv_gz(v.folder / cell_folder(result.seed, result.source) / "scores.csv.gz"):
+        folder = v.folder / cell_folder(result.seed, result.source)
+        for row in read_csv_gz(folder / SCORES_FILE):
             scores.append({"seed": result.seed, "source": result.source, "category": result.category,
                            "eval_set": row["eval_set"], "role": roles[row["eval_set"]], "pair_id": row["pair_id"],
                            **{k: float(row[k]) for k in ("teacher_chosen", "teacher_rejected", "student_chosen",
                                                          "student_rejected")}})
+        if result.candidates_file is not None:   # validated: the rows result.json's BoN numbers recompute from
+            for row in read_csv_gz(folder / CANDIDATES_FILE):
+                candidates.append({"seed": result.seed, "source": result.source, "category": result.category,
+                                   "eval_set": row["eval_set"], "role": roles[row["eval_set"]], "set_id": row["set_id"],
+                                   "pair_id": row["pair_id"], "candidate": int(row["candidate"]),
+                                   **{k: float(row[k]) for k in ("grade", "teacher", "student")}})
         own = result.eval_sets[result.source]
         checkpoint = result.external.checkpoint if result.external else None
         for target, metrics in result.metrics.items():
@@ -76,6 +123,10 @@ def _tables(v) -> tuple[list[dict], list[dict], dict]:
                           "teacher_ood": result.eval_sets[target].teacher_acc,
                           "student_ood": result.eval_sets[target].student_acc,
                           **metrics.model_dump(exclude_none=True),   # BoN metrics only where the protocol has them
+                          **({"teacher_bon_id": own.teacher_bon, "student_bon_id": own.student_bon,
+                              "teacher_bon_ood": result.eval_sets[target].teacher_bon,
+                              "student_bon_ood": result.eval_sets[target].student_bon}
+                             if own.teacher_bon is not None else {}),
                           "misfit": result.misfit.disagreement if result.misfit else None,
                           "labels_digest": result.labels.digest if result.labels else None,
                           "teacher_cache_key": result.teacher.get("cache_key"),
@@ -88,7 +139,7 @@ def _tables(v) -> tuple[list[dict], list[dict], dict]:
                **meta["summary"],
                **{f"{k}_ci_{end}": bounds[i] for k, bounds in meta["intervals"]["metrics"].items()
                   for i, end in enumerate(("low", "high"))}}
-    return scores, cells, summary
+    return scores, cells, summary, candidates
 
 
 def _card(v, protocol, license: str) -> str:
@@ -102,18 +153,30 @@ def _card(v, protocol, license: str) -> str:
     params = params_text(meta["method"]["params"]) or "no params"
     title = f"ShiftBench results: {meta['method']['name']} ({params}) on {meta['protocol']['name']} with {meta['models']['name']}"
     header = front_matter(license, title, ["shiftbench", "reward-modeling", "weak-to-strong", "benchmark-results"],
-                          list(CONFIGS))
+                          list(configs(protocol)))
     models = meta["models"]
     mark = (f"\n**{meta['external']}.** The students were trained outside ShiftBench and evaluated with "
             "`bench evaluate`: each cell records its checkpoint (the weights' sha256, or the Hub commit) and the "
             "digest of the labels it was trained on (the cell's own, checked); the scores below recompute, the "
             "training cannot be rerun from here.\n" if meta.get("external") else "")
-    gain = ("wrg", "aog", "nts")
-    rows = "\n".join(f"| {name} | {fmt(s[k], s.get(f'{k}_sd'), signed=k in gain)} | "
-                     f"[{fmt(ci[k][0], signed=k in gain)}, {fmt(ci[k][1], signed=k in gain)}] |"
-                     for name, k in (("NTS", "nts"), ("AOG", "aog"), ("WRG", "wrg"), ("ID accuracy", "student_id"),
-                                     ("OOD accuracy", "student_ood"), ("teacher ID accuracy", "teacher_id"),
-                                     ("teacher OOD accuracy", "teacher_ood")))
+    gain = ("wrg", "aog", "nts", "bon_gain_id", "bon_gain_ood", "bon_nts")
+    shown = [("NTS", "nts"), ("AOG", "aog"), ("WRG", "wrg"), ("ID accuracy", "student_id"),
+             ("OOD accuracy", "student_ood"), ("teacher ID accuracy", "teacher_id"),
+             ("teacher OOD accuracy", "teacher_ood")]
+    bon = protocol.candidates is not None
+    if bon:   # submission.json records no BoN intervals: bench compare --metric bon-nts computes them
+        shown += [("BoN NTS", "bon_nts"), ("BoN gain OOD", "bon_gain_ood"), ("BoN gain ID", "bon_gain_id")]
+    rows = "\n".join(f"| {name} | {fmt(s[k], s.get(f'{k}_sd'), signed=k in gain)} | " +
+                     (f"[{fmt(ci[k][0], signed=k in gain)}, {fmt(ci[k][1], signed=k in gain)}] |" if k in ci else " |")
+                     for name, k in shown)
+    bon_text = (f"\nBoN (best-of-{protocol.candidates}) numbers are WRG, AOG and NTS of best-of-N accuracies: "
+                "the share "
+                "of a test prompt's candidate set whose top-scored candidate is gold-best (a tie at the top shares the "
+                "credit); their intervals are not recorded in `submission.json` (`bench compare --metric bon-nts` "
+                "computes them).\n" if bon else "")
+    bon_table = ("\n- `candidates`: one row per seed x source x eval set x candidate set x candidate: its `grade` (the "
+                 "gold grade; the top grade is gold-best), and `teacher` and `student`, the two models' scores; "
+                 "`pair_id` is the test pair whose chosen and rejected are candidates 0 and 1." if bon else "")
     licences = "\n".join(f"| `{name}` | {DATASETS.get(name).license} |" for name in protocol.datasets)
     weak, strong = models["weak"], models["strong"]
     card = (protocol_card(protocol).replace(f"{GENERATED_NOTE}\n\n", "").replace("\n#", "\n###")
@@ -134,7 +197,7 @@ Accuracies in points; WRG = student - teacher on the source's test split, AOG = 
 NTS = AOG - max(0, teacher ID - student ID); means over source -> target cells, then over seeds; the
 interval is a hierarchical bootstrap over seeds and test pairs ({meta['intervals']['n_boot']} replicates,
 seed {meta['intervals']['seed']}).
-
+{bon_text}
 ## Tables
 
 - `scores` (default): one row per seed x source x eval set x pair: `teacher_chosen`, `teacher_rejected`,
@@ -143,7 +206,7 @@ seed {meta['intervals']['seed']}).
 - `cells`: one row per seed x source -> target with the numbers the submission's cells record, the
   student's misfit to the teacher's labels, the digest of the labels it learned from, the teacher's
   cache key{', and the checkpoint (Hub commit or weights sha256)' if meta.get('external') else ''}.
-- `summary`: the submission's summary and intervals, one row.
+- `summary`: the submission's summary and intervals, one row.{bon_table}
 
 `submission.json` is the submission's metadata as `bench validate` checked it (model pair with the
 weights' sha256 or Hub commits, code versions, the commands that made every cell).
@@ -151,7 +214,7 @@ weights' sha256 or Hub commits, code versions, the commands that made every cell
 ## Recompute the summary
 
 ```python
-{RECOMPUTE}```
+{RECOMPUTE}{RECOMPUTE_BON if bon else ''}```
 
 With ShiftBench, `bench validate` recomputes every number of the submission (accuracies, metrics,
 summary and intervals) from the per-pair scores.
@@ -202,11 +265,11 @@ def export_submission(folder: Path, dest: Path, force: bool = False, protocols: 
     if dest.exists() and not force:
         raise BenchError(f"{dest} exists; pass --force to replace it, or give another folder")
     protocol = protocol_named(v.submission["protocol"]["name"], protocols)
-    scores, cells, summary = _tables(v)
+    scores, cells, summary, candidates = _tables(v)
     license = hub_license(DATASETS.get(name).license for name in protocol.datasets)
     with staged_folder(dest, "export folder (DEST)") as staging:
         (staging / "data").mkdir()
-        for (name, path, _), rows in zip(CONFIGS, (scores, cells, [summary])):
+        for (name, path, _), rows in zip(configs(protocol), (scores, cells, [summary], candidates)):
             pd.DataFrame(rows).to_parquet(staging / path, index=False)
         shutil.copyfile(folder / "submission.json", staging / "submission.json")
         atomic_write_bytes(staging / "README.md", _card(v, protocol, license).encode())

@@ -61,14 +61,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from bench.core.stats import BOOTSTRAP_SEED
 
     if args.until_decided:
-        from bench.core.errors import BenchError
         from bench.stages.decide import until_decided
 
-        if args.metric != "nts":
-            raise BenchError(f"--until-decided decides on NTS; drop --metric {args.metric}, or compare without it")
         return until_decided(args.out[0] if len(args.out) == 1 else args.out, args.a, args.b,
                              budget_hours=args.budget, precision=args.precision, batch=args.batch,
-                             jobs=args.jobs or 1, cache_dir=args.cache_dir)
+                             jobs=args.jobs or 1, cache_dir=args.cache_dir, metric=args.metric)
 
     board, (a, b) = board_for(args.out, [args.a, args.b], args.metric)
     print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds, "

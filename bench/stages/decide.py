@@ -2,8 +2,9 @@
 
 On a protocol whose runs are independent (ProtocolSpec.seeding "per-source") with a sequential plan
 (ProtocolSpec.looks), each round:
-  1. looks at A - B on NTS over the whole seeds both hold (bench.core.runs.runs_delta: stratified by source,
-     with the plan's boundary at this many seeds, so stopping as soon as it decides keeps its 95%);
+  1. looks at A - B on NTS (``metric`` "nts") or BoN NTS ("bon-nts", a protocol with candidate sets: the runs' BoN
+     views, bench.core.compare.view) over the whole seeds both hold (bench.core.runs.runs_delta: stratified by
+     source, with the plan's boundary at this many seeds, so stopping as soon as it decides keeps its 95%);
   2. stops when that interval excludes 0 (decided), when its half-width is at most ``precision`` points,
      when the plan's last look is reached, or when this command has spent ``budget`` CPU-hours;
   3. else runs the next ``batch`` seeds of both methods on every source (bench.stages.pipeline: a finished cell
@@ -74,10 +75,10 @@ def run_seeds(settings, seeds: list[int], jobs: int) -> None:
 
 
 def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: float = 1.0, batch: int = 1,
-                  jobs: int = 1, cache_dir: Path | None = None) -> int:
-    from bench.core.compare import board_for, interval_text
+                  jobs: int = 1, cache_dir: Path | None = None, metric: str = "nts") -> int:
+    from bench.core.compare import LABELS, board_for, interval_text
 
-    board, (slug_a, slug_b) = board_for(out, [a, b])
+    board, (slug_a, slug_b) = board_for(out, [a, b], metric)   # refuses bon-nts on cells without candidate sets
     if not board.independent:
         raise BenchError(f"{a} and {b} are on a protocol whose sources share their seeds (v1): its runs are not "
                          "independent, so it has no sequential plan. Compare on a protocol seeded per source (mini v2)")
@@ -88,10 +89,11 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
     first, last = results[0].protocol.looks
     sides = [settings_of(result, Path(out), cache_dir) for result in results]
     spent, start = 0.0, cpu_seconds()
-    print(f"{slug_a} − {slug_b} on {protocol}/{models}: NTS over independent runs, looks at {first}..{last} seeds; "
-          f"stop when decided, at ±{precision:g} points, at {last} seeds or after {budget_hours:g} CPU-hours")
+    print(f"{slug_a} − {slug_b} on {protocol}/{models}: {LABELS[metric]['nts']} over independent runs, "
+          f"looks at {first}..{last} seeds; stop when decided, at ±{precision:g} points, at {last} seeds or after "
+          f"{budget_hours:g} CPU-hours")
     while True:
-        board, _ = board_for(out, [slug_a, slug_b])
+        board, _ = board_for(out, [slug_a, slug_b], metric)
         delta = board.runs_delta(slug_a, slug_b)
         half = (delta.high - delta.low) / 2
         spent = cpu_seconds() - start
