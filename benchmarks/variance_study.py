@@ -18,6 +18,9 @@ A design is a name of knobs joined by "_" ("base" for none):
     LN       the student is MiniLM cut to its first N layers (v1: all 6)
     poolN    train pool pairs per source, split in halves (v1: 1600)
     cueX     the spurious cues' strength in their own domain (v1: 0.5)
+    es       the student keeps its best checkpoint on teacher-labelled held-out pairs (bench.core.specs
+             .EarlyStopping's defaults: 10% held out, checked every 10 steps, by loss): with epN, training
+             to convergence on the teacher-labelled held-out loss
 
     python benchmarks/variance_study.py run --designs base ep3 --seeds 0 1 [--worker 0/2]
     python benchmarks/variance_study.py analyse --designs base ep3 [--csv docs/results/variance-study.csv]
@@ -55,7 +58,7 @@ os.environ.setdefault("TQDM_DISABLE", "1")
 
 ARMS = (("naive", {}, 0), ("naive", {}, 1), ("anchor", {"lam": "1.0"}, 0), ("confidence", {}, 0))
 KNOBS = {"ep": r"ep(\d+)", "lr": r"lr([0-9.]+e-?[0-9]+|[0-9.]+)", "L": r"L(\d+)", "pool": r"pool(\d+)",
-         "cue": r"cue([0-9.]+)"}
+         "cue": r"cue([0-9.]+)", "es": r"(es)"}
 
 
 def knobs(design: str) -> dict[str, str]:
@@ -67,14 +70,14 @@ def knobs(design: str) -> dict[str, str]:
                 found[knob] = match[1]
                 break
         else:
-            raise SystemExit(f"design {design!r}: unknown knob {token!r}; knobs: epN lrX LN poolN cueX")
+            raise SystemExit(f"design {design!r}: unknown knob {token!r}; knobs: epN lrX LN poolN cueX es")
     return found
 
 
 def specs(design: str):
     """(protocol, model pair) of a design: mini x tiny with its knobs, every cell seeded on its own."""
     from bench.core.protocols import DATASETS, MODEL_PAIRS, PROTOCOLS
-    from bench.core.specs import frozen_map
+    from bench.core.specs import EarlyStopping, frozen_map
 
     k = knobs(design)
     protocol = PROTOCOLS.get("mini")
@@ -99,6 +102,8 @@ def specs(design: str):
         strong = dataclasses.replace(strong, name=f"minilm-l{k['L']}", num_layers=int(k["L"]))
     train = dataclasses.replace(train, epochs=int(k.get("ep", train.epochs)),
                                 learning_rate=float(k.get("lr", train.learning_rate)))
+    if "es" in k:
+        train = dataclasses.replace(train, early_stopping=EarlyStopping())
     models = dataclasses.replace(models, name=f"tiny-study-{design}", strong=strong, student_train=train)
     return protocol, models
 
