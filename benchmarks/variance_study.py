@@ -266,15 +266,43 @@ def design_profile(entries: list[dict], design: str) -> dict:
     return out
 
 
+def markdown(header: tuple[str, ...], rows: list[dict]) -> str:
+    """A pipe table (what docs/statistics.md holds), floats to 2 decimals."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row.values()) + " |"
+              for row in rows]
+    return "\n".join(lines)
+
+
+def arm_name(run: str) -> str:
+    """A run's arm as ARMS gives it (``anchor_lam=1.0``, ``naive#1``), not the full slug with every default."""
+    from bench.core.results import params_slug, replicate_slug
+
+    for method, params, replicate in ARMS:
+        if run.split("_")[0].split("#")[0] == method and run.endswith(f"#{replicate}") == bool(replicate):
+            return replicate_slug(params_slug(method, params), replicate)
+    return run
+
+
+def sd_interval(sd: float, df: int) -> tuple[float, float]:
+    """The 95% interval of an SD estimated with ``df`` degrees of freedom (chi-square)."""
+    from scipy.stats import chi2
+
+    if not df or not math.isfinite(sd):
+        return math.nan, math.nan
+    return sd * math.sqrt(df / chi2.ppf(0.975, df)), sd * math.sqrt(df / chi2.ppf(0.025, df))
+
+
 def analyse(args) -> None:
     import csv
 
     rows_out = []
-    print(f"# per-run Δ NTS against naive, SD pooled within sources; cost: median CPU-s of a student run "
-          f"(teacher reused, one thread){f'; test splits cut to {args.test_size} pairs' if args.test_size else ''}")
-    header = ("design", "arm", "runs", "Δ NTS", "sd", "df", "CPU-s/run", "sd²×cost", "runs for ±1", "CPU-h for ±1",
-              "naive WRG", "naive AOG", "naive NTS")
-    print(" | ".join(header))
+    print(f"Per-run Δ NTS against naive (the arm's run minus naive's in the same cell), SD pooled within sources "
+          f"with its 95% interval; cost: median CPU-seconds of a student run (teacher reused, one torch thread)"
+          f"{f'; test splits cut to {args.test_size} pairs' if args.test_size else ''}. naive#1 is the A/A row: "
+          "naive again with fresh student randomness.\n")
+    header = ("design", "arm", "runs", "Δ NTS", "sd", "sd 95%", "df", "CPU-s/run", "sd²×cost", "runs for ±1",
+              "CPU-h for ±1")
     for design in args.designs:
         entries = read_ledger(args.ledger / f"{design}.jsonl")
         runs, costs = runs_of(entries, args.test_size), entries
@@ -286,25 +314,22 @@ def analyse(args) -> None:
                 if n == name and (s, src) in naive:
                     deltas[src].append(run_metrics(r)["nts"] - naive[s, src]["nts"])
             sd, df = pooled_sd(deltas)
+            low, high = sd_interval(sd, df)
             spent = [c["cpu_s"] for c in costs if c["run"] == name and c["cpu_s"] and not c["teacher_trained"]]
             cost = statistics.median(spent) if spent else math.nan
             need = runs_for_half_width(sd)
             flat = [d for ds in deltas.values() for d in ds]
-            naive_m = [naive[k] for k in naive]
-            row = {"design": design, "arm": name, "runs": len(flat), "delta_nts": statistics.fmean(flat) if flat else math.nan,
-                   "sd": sd, "df": df, "cpu_s_per_run": cost, "sd2_cost": sd * sd * cost, "runs_for_1": need,
-                   "cpu_h_for_1": need * cost / 3600,
-                   **{f"naive_{k}": statistics.fmean(m[k] for m in naive_m) for k in ("wrg", "aog", "nts")}}
-            rows_out.append(row)
-            print(" | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row.values()))
-    print("\n# what a design shows of the paper's question, from its naive runs: the gain in distribution (WRG), "
+            rows_out.append({"design": design, "arm": arm_name(name), "runs": len(flat),
+                             "delta_nts": statistics.fmean(flat) if flat else math.nan, "sd": sd,
+                             "sd_95": f"{low:.1f}-{high:.1f}", "df": df, "cpu_s_per_run": cost,
+                             "sd2_cost": sd * sd * cost, "runs_for_1": need, "cpu_h_for_1": need * cost / 3600})
+    print(markdown(header, rows_out))
+    print("\nWhat a design shows of the paper's question, from its naive runs: the gain in distribution (WRG), "
           "out of distribution per category (AOG), and how far the students fit their teachers' labels on "
-          "their own training pairs (misfit: % disagreeing) against the teachers' error on their test split")
-    print("design | naive runs | WRG | " + " | ".join(f"AOG {c}" for c, _ in specs("base")[0].categories)
-          + " | NTS | misfit % | teacher ID error % | teacher's mistakes fit, at least %")
-    for design in args.designs:
-        profile = design_profile(read_ledger(args.ledger / f"{design}.jsonl"), design)
-        print(" | ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in profile.values()))
+          "their own training pairs (misfit: % disagreeing) against the teachers' error on their test split.\n")
+    profiles = [design_profile(read_ledger(args.ledger / f"{design}.jsonl"), design) for design in args.designs]
+    print(markdown(("design", "naive runs", "WRG", *(f"AOG {c}" for c, _ in specs("base")[0].categories), "NTS",
+                    "misfit %", "teacher ID error %", "teacher's mistakes fit, at least %"), profiles))
     if args.csv:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows_out[0]))
