@@ -278,8 +278,9 @@ def arm_name(run: str) -> str:
     """A run's arm as ARMS gives it (``anchor_lam=1.0``, ``naive#1``), not the full slug with every default."""
     from bench.core.results import params_slug, replicate_slug
 
+    slug, _, rep = run.partition("#")
     for method, params, replicate in ARMS:
-        if run.split("_")[0].split("#")[0] == method and run.endswith(f"#{replicate}") == bool(replicate):
+        if slug.split("_")[0] == method and int(rep or 0) == replicate:
             return replicate_slug(params_slug(method, params), replicate)
     return run
 
