@@ -235,8 +235,10 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
                                            elem_id="rank-by", visible=has_bon(first), min_width=140)
                     columns = gr.CheckboxGroup(CHOOSABLE, value=[c for c in DEFAULT_COLUMNS if c in CHOOSABLE],
                                                label="columns (rank and method are always shown; the compact default "
-                                                     "is ticked; the BoN ones show where the protocol has best-of-N "
-                                                     "candidate sets)", elem_id="columns")
+                                                     "is ticked; each shows where it applies: the BoN ones where the "
+                                                     "protocol has best-of-N candidate sets, Δ 95% (runs) and runs where "
+                                                     "it seeds every source on its own, Δ t 95% (seeds) where not)",
+                                               elem_id="columns")
                 table = gr.HTML(elem_id="ranking-board", **html)
                 unreadable = gr.Textbox(unreadable_text(), label="submissions that could not be read", lines=2,
                                         interactive=False, elem_id="unreadable", visible=bool(board().unreadable))

@@ -2,9 +2,10 @@
 submission x seed x source -> target cell, its groups (protocol x model pair: only runs of one group are
 compared) and the filters that narrow the cells behind every number.
 
-Decisions come from the harness's one rule, ``bench.core.compare.decision_table`` (a difference from naive is
-decided when its t-interval over the per-seed differences excludes 0), over the same bootstrap
-(``bench.core.stats``) that ``bench report`` and ``bench compare`` use; the board adds no rule of its own.
+Decisions come from the harness's one rule, ``bench.core.compare.decision_table`` and ``deciding_interval`` (a
+difference from naive is decided when its t-interval over the per-seed differences excludes 0, or on a protocol
+seeded per source its interval over independent runs), over the same bootstrap (``bench.core.stats``) that
+``bench report`` and ``bench compare`` use; the board adds no rule of its own.
 """
 from __future__ import annotations
 
@@ -89,16 +90,22 @@ class Board:
     def in_group(self, protocol: str, models: str) -> list[Validation]:
         return [v for v in self.entries if group_of(v) == (protocol, models)]
 
+    def independent(self, protocol: str, models: str) -> bool:
+        """Whether the group's runs are independent (its protocol seeds every (seed, source) cell on its own,
+        ProtocolSpec.seeding "per-source"): then a difference is decided over runs, not seeds."""
+        cells = [c for v in self.in_group(protocol, models) for c in v.pairs]
+        return bool(cells) and all(c.independent for c in cells)
+
     def decisions(self, protocol: str, models: str, category: str | None = None, source: str | None = None
                   ) -> dict[str, dict]:
         """Per validated submission of a group (by its key): ``bench.core.compare.decision_table``'s row (NTS 95%
         CI, rank 95%, Δ NTS vs naive with its intervals, decided), plus as numbers the same bootstrap's 95%
         intervals of NTS, AOG and WRG (``ci``: metric -> (low, high)), against naive each metric's Δ
-        (``delta``: metric -> (estimate, bootstrap low, high, t low, t high)) and the interval that decides Δ NTS
-        (``deciding``: ``bench.core.compare.Decision``). Where every cell has best-of-N candidate sets, ``bon``
-        holds the same for the cells' BoN views (what ``bench compare --metric bon-nts`` compares: its NTS, AOG
-        and WRG are BoN NTS, BoN gain OOD and BoN gain ID). Empty when they cannot be computed (submissions on
-        different seeds or test pairs)."""
+        (``delta``: metric -> (estimate, bootstrap low, high, t low, t high)) and the interval that decides it
+        (``deciding``: metric -> ``bench.core.compare.Decision``, with what it rests on). Where every cell has
+        best-of-N candidate sets, ``bon`` holds the same for the cells' BoN views (what ``bench compare --metric
+        bon-nts`` compares: its NTS, AOG and WRG are BoN NTS, BoN gain OOD and BoN gain ID). Empty when they
+        cannot be computed (submissions on different seeds or test pairs)."""
         from bench.core.stats import bon_view
 
         key = (protocol, models, category, source)
@@ -141,7 +148,8 @@ def _decided(valid: list[Validation], cells: list, metric: str, category: str | 
             deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
             found[sub]["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high)
                                    for m, d in deltas.items() if m in METRICS}
-            found[sub]["deciding"] = deciding_interval(boot, slug, BASELINE, "nts", category, source, deltas["nts"])
+            found[sub]["deciding"] = {m: deciding_interval(boot, slug, BASELINE, m, category, source, deltas[m])
+                                      for m in METRICS}
     return found
 
 

@@ -39,10 +39,13 @@ def protocol_card(name: str, protocols: Mapping | None = None) -> str:
     board's numbers mean, as markdown."""
     from bench.core.card import GENERATED_NOTE
     from bench.core.card import protocol_card as card
+    from bench.core.compare import decision_rule
     from bench.core.protocols import protocol_named
 
     spec = protocol_named(name, protocols)
-    return card(spec).replace(f"{GENERATED_NOTE}\n\n", "") + "\n## What the board's numbers mean\n\n" + DEFINITIONS + "\n"
+    rule = f" On this protocol a difference from naive is {decision_rule(spec.seeding == 'per-source')}."
+    return card(spec).replace(f"{GENERATED_NOTE}\n\n", "") + "\n## What the board's numbers mean\n\n" + DEFINITIONS + \
+        rule + "\n"
 
 
 def model_pair_card(name: str, model_pairs: Mapping | None = None, board: Board | None = None) -> str:

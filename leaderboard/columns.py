@@ -9,16 +9,20 @@ from __future__ import annotations
 import html
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-from bench.core.compare import interval_text
+from bench.core.compare import decision_column, decision_rule, interval_text
 from bench.core.report import fmt
 from bench.core.stats import N_BOOT
 from leaderboard.board import ALL, METRICS, Board, group_label
 from leaderboard.links import MethodCode, paper_url, recorded_code
 from leaderboard.ranking import SEARCHED, ranking
+
+# Where a column applies (Column.only): every group, a group whose protocol has best-of-N candidate sets, or a
+# group whose runs are independent (its protocol seeds each source on its own) or are not (v1's protocols)
+BON, RUNS, SEEDS = "bon", "per-source", "shared"
 
 
 @dataclass(frozen=True)
@@ -27,18 +31,26 @@ class Column:
     help: str          # its definition, shown under the table and on hover
     number: bool       # right-aligned, sorted as a number
     default: bool      # in the compact table; the rest are chosen by the reader
-    bon: bool = False  # a best-of-N column: shown only where the group's protocol has candidate sets
+    only: str = ""     # BON, RUNS or SEEDS: shown only on a group of that kind ("": on every group)
+
+    @property
+    def bon(self) -> bool:
+        """A best-of-N column: shown only where the group's protocol has candidate sets."""
+        return self.only == BON
 
 
 _SPREAD = "± is the standard deviation of the per-seed means (each seed's mean over cells) across seeds; blank with one seed"
 _CI = (f"95% interval of the hierarchical bootstrap over seeds and test pairs ({N_BOOT:,} replicates, "
-       "docs/statistics.md); with three seeds it is narrower than the t-interval over seeds, so a difference is "
-       "decided only by the latter")
+       "docs/statistics.md); with a few seeds it is too narrow, so a difference is decided only by the interval "
+       "beside Δ NTS vs naive")
 _BON = ("best-of-N (docs/best-of-n.md): a BoN accuracy is the % of test prompts whose top-scored of N candidate "
         "responses is gold-best (a tie at the top shares the credit); only for a protocol with candidate sets")
 _BON_CI = (f"95% interval of the hierarchical bootstrap over seeds and candidate sets ({N_BOOT:,} replicates), as "
            "bench compare --metric bon-nts computes it")
-BOARD_COLUMNS = [   # in the order they are shown; the compact default ones have default=True
+# In the order they are shown; the compact default ones have default=True. The compact default fits a 1,440 px
+# screen on every kind of group (tests/test_leaderboard_browser.py measures it), so of the best-of-N group only
+# BoN NTS and what it decides are in it, the rest a tick away under "Filters and columns".
+BOARD_COLUMNS = [
     Column("rank", "Rank by mean NTS (or BoN NTS, where the board is ranked by it) within the protocol and model "
            "pair; 'ref' marks a reference row (teacher, ceiling), '–' a submission that does not validate",
            False, True),
@@ -47,13 +59,21 @@ BOARD_COLUMNS = [   # in the order they are shown; the compact default ones have
     Column("params", "The method's parameters", False, True),
     Column("NTS", "Net transfer score, in accuracy points: AOG − max(0, Acc_teacher(S) − Acc_student(S)), mean over "
            "every source S → target T cell and seed. The ranking's key", True, True),
-    Column("decided", "'better' or 'worse' than naive when the t 95% interval of Δ NTS vs naive over the seeds "
-           "excludes 0, else 'no' (with three seeds the bootstrap alone is too optimistic: docs/statistics.md)",
+    Column("decided", "'better' or 'worse' than naive when the interval that decides Δ NTS vs naive (the column "
+           "after Δ) excludes 0, else 'no' (the bootstrap alone is too optimistic: docs/statistics.md)",
            False, True),
-    Column("Δ NTS vs naive", "NTS − naive's NTS, paired: same seeds, teacher and test pairs", True, True),
-    Column("Δ t 95% (seeds)", "t 95% interval over the per-seed differences of Δ NTS vs naive: the interval that "
-           "decides", True, True),
-    Column("Δ 95% CI", "Bootstrap 95% interval of Δ NTS vs naive", True, False),
+    Column("Δ NTS vs naive", "NTS − naive's NTS, paired: same seeds, teacher and test pairs (on a protocol seeded "
+           "per source, over every seed both hold)", True, True),
+    Column(decision_column(False), "t 95% interval over the per-seed differences of Δ NTS vs naive, the interval "
+           f"that decides: a difference is {decision_rule(False)}", True, True, SEEDS),
+    Column(decision_column(True), "95% interval of Δ NTS vs naive over independent runs, the interval that decides: "
+           f"a difference is {decision_rule(True)}", True, True, RUNS),
+    Column("runs", "What Δ NTS vs naive and its interval rest on: one run per (seed, source) cell both naive and the "
+           "method hold, and the seeds they span ('30 runs (5 seeds)'); '18 runs (3 of 5 seeds)' where the submission "
+           "holds more seeds than naive (a comparison grown until decided, bench compare --until-decided); on naive's "
+           "own row the seeds it holds", False, True, RUNS),
+    Column("Δ 95% CI", "Bootstrap 95% interval of Δ NTS vs naive (over the seeds every submission of the group "
+           "holds)", True, False),
     Column("NTS 95% CI", "NTS's " + _CI, True, True),
     Column("NTS ±", "NTS spread: " + _SPREAD, True, False),
     Column("rank 95%", "Range of the method's rank over the bootstrap replicates (the ceiling is not ranked)", False, True),
@@ -74,24 +94,25 @@ BOARD_COLUMNS = [   # in the order they are shown; the compact default ones have
     Column("OOD acc", "The student's accuracy on the sibling targets' test splits, %", True, True),
     Column("BoN NTS", "Best-of-N net transfer score, points: NTS with BoN accuracies in place of pair accuracies, "
            "BoN gain OOD − max(0, BoN_teacher(S) − BoN_student(S)), mean over cells and seeds; " + _BON,
-           True, True, True),
+           True, True, BON),
     Column("BoN decided", "'better' or 'worse' than naive when the interval that decides Δ BoN NTS vs naive excludes "
-           "0, else 'no'", False, True, True),
+           "0, else 'no'", False, True, BON),
     Column("Δ BoN NTS vs naive", "BoN NTS − naive's BoN NTS, paired: same seeds, teacher and candidate sets",
-           True, True, True),
+           True, False, BON),
     Column("Δ BoN 95% (decides)", "The 95% interval that decides Δ BoN NTS vs naive, by the harness's one rule (as "
            "bench compare --metric bon-nts): the t-interval over the per-seed differences, or on a protocol seeded "
            "per source the interval over independent runs with its sequential boundary (docs/statistics.md)",
-           True, True, True),
-    Column("BoN NTS 95% CI", "BoN NTS's " + _BON_CI, True, True, True),
-    Column("BoN NTS ±", "BoN NTS spread: " + _SPREAD, True, False, True),
+           True, False, BON),
+    Column("BoN NTS 95% CI", "BoN NTS's " + _BON_CI, True, False, BON),
+    Column("BoN NTS ±", "BoN NTS spread: " + _SPREAD, True, False, BON),
     Column("BoN gain OOD", "BoN_student(T) − BoN_teacher(T) on a sibling target T, points, mean over cells and seeds",
-           True, True, True),
+           True, False, BON),
     Column("BoN gain ID", "BoN_student(S) − BoN_teacher(S) on the source's own test split, points, mean over cells "
-           "and seeds", True, True, True),
+           "and seeds", True, False, BON),
     Column("misfit", "% of the student's own training pairs (256 of half B) on which it prefers the other response "
            "than its teacher's label (Charikar et al. 2024); blank for runs made before it was recorded", True, False),
-    Column("seeds", "Seeds behind each number", True, False),
+    Column("seeds", "Seeds the submission holds (its means are over all of them; intervals and ranks over the seeds "
+           "every submission of the group holds)", True, False),
     Column("cells", "Source → target cells per seed behind each number", True, False),
     Column("status", "'validated': every number recomputes from the per-pair scores (bench validate)", False, False),
     Column("submitter", "Who submitted it", False, False),
@@ -101,6 +122,9 @@ BOARD_COLUMNS = [   # in the order they are shown; the compact default ones have
 COLUMN_BY_NAME = {c.name: c for c in BOARD_COLUMNS}
 SIGNED = {*METRICS.values(), "Δ NTS vs naive", "BoN NTS", "BoN gain ID", "BoN gain OOD", "Δ BoN NTS vs naive"}
 INTERVALS = {*METRICS.values(), "BoN NTS"}   # "<name> 95% CI" from the ranking's "<name> low" and "<name> high"
+# the intervals of a Δ vs naive: the column -> the prefix of the ranking's "<prefix> low" and "<prefix> high"
+DELTA_INTERVALS = {"Δ 95% CI": "Δ", decision_column(False): "Δ decides", decision_column(True): "Δ decides",
+                   "Δ BoN 95% (decides)": "Δ BoN"}
 DEFAULT_COLUMNS = [c.name for c in BOARD_COLUMNS if c.default]
 HELP = {c.name: c.help for c in BOARD_COLUMNS}
 GROUP_COLUMNS = ["protocol", "model pair"]   # in every CSV row, before the columns shown
@@ -139,6 +163,8 @@ class Group:
 class View:
     columns: list[Column]
     groups: list[Group]
+    # per kind of group shown (SEEDS, RUNS): the column of the interval that decides, and its rule in words
+    rules: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def rows(self) -> list[Row]:
@@ -165,12 +191,12 @@ def _cell(name: str, row: pd.Series) -> ShownCell:
         cell = number(fmt(100 * row[metric], signed=True), 100 * row[metric])
         cell.title = row[f"{metric} note"]
         return cell
-    if name == "Δ 95% CI":
-        return number(interval_text(row["Δ low"], row["Δ high"]), row["Δ low"])
-    if name == "Δ t 95% (seeds)":
-        return number(interval_text(row["Δ t low"], row["Δ t high"]), row["Δ t low"])
-    if name == "Δ BoN 95% (decides)":
-        return number(interval_text(row["Δ BoN low"], row["Δ BoN high"]), row["Δ BoN low"])
+    if name in DELTA_INTERVALS:
+        low, high = (row[f"{DELTA_INTERVALS[name]} {end}"] for end in ("low", "high"))
+        return number(interval_text(low, high), low)
+    if name == "runs":   # "30 runs (5 seeds)": sorted by its runs
+        text = str(row[name] or "")
+        return ShownCell(text, int(text.split()[0]) if text.endswith(")") else "")
     if name in ("seeds", "cells"):
         return number(str(int(row[name])), float(row[name]))
     if name == "rank":
@@ -189,8 +215,8 @@ def shown(table: pd.DataFrame, columns: list[str] | None = None, board: Board | 
     group's own columns (protocol, model pair) are not in the rows: the group is named above the table,
     and the CSV writes them into every row."""
     wanted = set(DEFAULT_COLUMNS if columns is None else columns)
-    bon = "BoN NTS" in table and bool(table["BoN NTS"].notna().any())   # a protocol with candidate sets
-    picked = [c for c in BOARD_COLUMNS if c.name in wanted and (bon or not c.bon)]
+    present = kinds(table)
+    picked = [c for c in BOARD_COLUMNS if c.name in wanted and (not c.only or c.only in present)]
     groups = []
     for (protocol, models), rows in table.groupby(["protocol", "model pair"], sort=False):
         group = Group(protocol, models, [], [])
@@ -203,7 +229,18 @@ def shown(table: pd.DataFrame, columns: list[str] | None = None, board: Board | 
                             str(row["params"] or ""), " ".join(str(row[c] or "") for c in SEARCHED).lower())
             (group.references if row["role"] in ("ceiling", "teacher") else group.ranked).append(shown_row)
         groups.append(group)
-    return View(picked, groups)
+    rules = [(decision_column(independent), decision_rule(independent))
+             for kind, independent in ((SEEDS, False), (RUNS, True)) if kind in present]
+    return View(picked, groups, rules)
+
+
+def kinds(table: pd.DataFrame) -> set[str]:
+    """The kinds of group a ranking table holds (BON, RUNS, SEEDS): which of the columns that apply only to
+    some groups (Column.only) it shows."""
+    found = {RUNS if independent else SEEDS for independent in table["independent"].astype(bool)} or {SEEDS}
+    if bool(table["BoN NTS"].notna().any()):   # a protocol with candidate sets
+        found.add(BON)
+    return found
 
 
 def shown_order(table: pd.DataFrame) -> list[str]:

@@ -53,12 +53,12 @@ from leaderboard.plots import (
                                  sweep_display,
                                  varying_params,
 )
-from leaderboard.ranking import RANK_BY, RANKING_COLUMNS, Verdict, pgr, ranking, verdict
+from leaderboard.ranking import RANK_BY, RANKING_COLUMNS, Verdict, pgr, ranking, rests_on, verdict
 
 __all__ = ["ALL", "BOARD_COLUMNS", "COLUMN_BY_NAME", "DEFAULT_COLUMNS", "DEFINITIONS", "HELP", "METRICS",
            "RANK_BY", "RANKING_COLUMNS", "UPLOAD_PREFIX", "Board", "Column", "Context", "MethodCode", "Row", "Sweep",
            "Verdict", "View", "ablations", "about_markdown", "choices", "color_limit", "context", "csv_name",
            "data_line", "group_label", "heatmap_default", "id_vs_ood", "load_board", "location", "markdown",
            "markdown_html", "matrices", "md_escape", "method_code", "model_pair_card", "model_pair_words",
-           "model_words", "nts_vs_bon", "paper_url", "pgr", "protocol_card", "protocol_html", "ranking", "shown",
+           "model_words", "nts_vs_bon", "paper_url", "pgr", "protocol_card", "protocol_html", "ranking", "rests_on", "shown",
            "shown_order", "sweep_display", "title", "varying_params", "verdict"]

@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from bench.core.compare import decision_rule  # noqa: E402
 from bench.core.report import fmt  # noqa: E402
 from leaderboard.board import METRICS  # noqa: E402
 from leaderboard.plots import Sweep, varying_params  # noqa: E402
@@ -187,8 +188,9 @@ def nts_vs_bon(points: pd.DataFrame, palette: dict[str, tuple[str, str]], narrow
 def ablation(sweep: Sweep, title: str, narrow: bool = False) -> Figure:
     """NTS, AOG and WRG against the swept param (log axis when it spans a decade or more), one line per
     setting of the other params that vary. Each point's bar is the interval that decides on this board
-    (``plots.ablations``: naive's value plus the t 95% interval over the seeds of the paired difference),
-    so a bar that crosses naive's dashed line is a difference that is not decided."""
+    (``plots.ablations``: naive's value plus the interval of the paired difference, over the seeds or, on a
+    protocol seeded per source, over independent runs), so a bar that crosses naive's dashed line is a
+    difference that is not decided; the point is naive's value plus that difference."""
     table = sweep.table
     varying = varying_params(table)
     numeric = [c for c in varying if pd.to_numeric(table[c], errors="coerce").notna().all()]
@@ -204,9 +206,9 @@ def ablation(sweep: Sweep, title: str, narrow: bool = False) -> Figure:
         name = ", ".join(f"{k}={v}" for k, v in zip(series, values)) or title.rsplit("/", 1)[-1]
         colour = PALETTE[i % len(PALETTE)]
         for ax, metric in zip(axes, METRICS.values()):
-            low, high = rows[f"{metric} low"].to_numpy(), rows[f"{metric} high"].to_numpy()
-            yerr = np.vstack([rows[metric] - low, high - rows[metric]])
-            ax.errorbar(rows["_x"], rows[metric], yerr=np.where(np.isfinite(yerr), yerr, 0), marker="o", capsize=3,
+            low, high, point = (rows[f"{metric} {end}"].to_numpy() for end in ("low", "high", "point"))
+            yerr = np.vstack([point - low, high - point])
+            ax.errorbar(rows["_x"], point, yerr=np.where(np.isfinite(yerr), yerr, 0), marker="o", capsize=3,
                         color=colour, label=label(name))
     positive = (data["_x"] > 0).all()
     for ax, metric in zip(axes, METRICS.values()):
@@ -218,7 +220,8 @@ def ablation(sweep: Sweep, title: str, narrow: bool = False) -> Figure:
         ax.set_xlabel(label(x))
         ax.set_title(f"{metric} (points)", fontsize=10)
     axes[0].legend(fontsize=8)
-    bars = ("bars: naive + the t 95% interval over seeds of the difference from naive; crossing the dashed line = "
-            "not decided") if sweep.baseline is not None else "no naive submission in this group: no interval decides"
+    bars = (f"bars: naive + the interval of the difference from naive that decides it (a difference is "
+            f"{decision_rule(sweep.independent)}); crossing the dashed line = not decided") \
+        if sweep.baseline is not None else "no naive submission in this group: no interval decides"
     fig.suptitle(label(textwrap.fill(f"{title}: mean over cells and seeds. {bars}", 60 if narrow else 140)), fontsize=9)
     return fig

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bench.core.compare import BASELINE, interval_text
+from bench.core.compare import BASELINE, decision_column, interval_text
 from bench.core.report import fmt, summarise
-from leaderboard.board import METRICS, NO_DELTA, Board, select
+from leaderboard.board import METRICS, Board, select
+from leaderboard.ranking import rests_on
 
 HEATMAP_TOP = 3   # the heatmaps' default: naive, the ceiling and this many of the best-ranked
 
@@ -85,18 +86,22 @@ class Sweep:
     """One method with several param settings on one protocol x model pair."""
     table: pd.DataFrame        # one row per setting: its params, NTS/AOG/WRG with low/high, Δ vs naive, ID/OOD acc
     baseline: dict | None      # naive's NTS/AOG/WRG on the same cells, when submitted
+    independent: bool = False  # the group's runs are independent: the interval that decides is over runs
 
 
-_SWEEP_FIXED = {*METRICS.values(), *(f"{n} {end}" for n in METRICS.values() for end in ("low", "high", "Δ", "t")),
-                "decided", "ID acc", "OOD acc", "status", "submission"}
+_SWEEP_FIXED = {*METRICS.values(), *(f"{n} {end}" for n in METRICS.values()
+                                     for end in ("low", "high", "Δ", "point", "decides")),
+                "decided", "runs", "ID acc", "OOD acc", "status", "submission"}
 
 
 def ablations(board: Board, protocol: str | None = None, models: str | None = None) -> dict[str, Sweep]:
     """For each method with several param settings in a group (a sweep): one row per setting with its
     params as columns and its means over all cells and seeds. Each metric's ``low``/``high`` is the
-    interval that decides on this board, placed on the metric's axis: naive's value plus the t 95%
-    interval over the seeds of the paired difference from naive, so it crosses naive's value exactly
-    when the difference is undecided (blank without naive or with one seed). Keyed "protocol/models/method"."""
+    interval that decides (``Board.decisions``' ``deciding``: the t 95% interval over the seeds of the paired
+    difference from naive, or on a protocol seeded per source the interval over independent runs), placed on
+    the metric's axis: naive's value plus it, so it crosses naive's value exactly when the difference is
+    undecided (blank without naive or with one seed); ``point`` is naive's value plus the paired Δ it is
+    about, the setting's own mean wherever both hold the same seeds. Keyed "protocol/models/method"."""
     cells = select(board.cells, protocol, models)
     out = {}
     for (protocol_name, models_name, method), group in cells.groupby(["protocol", "models", "method"], sort=True):
@@ -112,13 +117,19 @@ def ablations(board: Board, protocol: str | None = None, models: str | None = No
             row = {**board.by_key[key].submission["method"]["params"], "decided": decided.get("decided", ""),
                    "ID acc": summary["student_id"], "OOD acc": summary["student_ood"],
                    "status": cells_of["status"].iloc[0], "submission": key}
+            deciding = decided.get("deciding", {})
+            row["runs"] = rests_on(deciding.get("nts"), int(summary["seeds"]))
             for m, n in METRICS.items():
-                _, _, _, t_low, t_high = decided.get("delta", {}).get(m, NO_DELTA)
                 base = baseline[n] if baseline else math.nan
-                row.update({n: summary[m], f"{n} Δ": summary[m] - base, f"{n} low": base + t_low,
-                            f"{n} high": base + t_high, f"{n} t": interval_text(t_low, t_high)})
+                found = deciding.get(m)
+                delta, low, high = (found.estimate, found.low, found.high) if found else \
+                    (summary[m] - base, math.nan, math.nan)
+                row.update({n: summary[m], f"{n} Δ": delta, f"{n} low": base + low, f"{n} high": base + high,
+                            f"{n} point": summary[m] if math.isnan(base + delta) else base + delta,
+                            f"{n} decides": interval_text(low, high)})
             rows.append(row)
-        out[f"{protocol_name}/{models_name}/{method}"] = Sweep(pd.DataFrame(rows), baseline)
+        out[f"{protocol_name}/{models_name}/{method}"] = Sweep(pd.DataFrame(rows), baseline,
+                                                               board.independent(protocol_name, models_name))
     return out
 
 
@@ -128,14 +139,18 @@ def varying_params(table: pd.DataFrame) -> list[str]:
 
 
 def sweep_display(sweep: Sweep) -> pd.DataFrame:
-    """An ablation table as text: params, then each metric with its Δ against naive and that Δ's t 95%
-    interval over the seeds (what decides), in the board's format."""
+    """An ablation table as text: params, then each metric with its Δ against naive and the interval that
+    decides it, named as the ranking names it ("Δ NTS t 95% (seeds)", or "Δ NTS 95% (runs)" with what the runs
+    are), in the board's format."""
     table = sweep.table
     out = table[[c for c in table.columns if c not in _SWEEP_FIXED]].astype(str)
+    interval = decision_column(sweep.independent).removeprefix("Δ ")
     for name in METRICS.values():
         out[name] = [fmt(v, signed=True) for v in table[name]]
         out[f"Δ {name} vs naive"] = [fmt(v, signed=True) for v in table[f"{name} Δ"]]
-        out[f"Δ {name} t 95%"] = table[f"{name} t"]
+        out[f"Δ {name} {interval}"] = table[f"{name} decides"]
+    if sweep.independent:
+        out["runs"] = table["runs"]
     out["decided (NTS)"] = table["decided"]
     for name in ("ID acc", "OOD acc"):
         out[name] = [fmt(v) for v in table[name]]

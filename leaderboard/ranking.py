@@ -14,6 +14,10 @@ board, ``bench report`` and ``bench submit`` agree); intervals, rank intervals, 
   are means as NTS is; their intervals, Δ BoN NTS vs naive, the interval that decides it and "BoN decided" are
   ``Board.decisions``' ``bon``, i.e. ``decision_table`` on the cells' BoN views (``bench compare --metric
   bon-nts``). ``ranking(..., by="bon-nts")`` ranks by BoN NTS.
+- The interval that decides Δ vs naive, for NTS as for BoN NTS, is ``bench.core.compare.deciding_interval``'s
+  (``Board.decisions``' ``deciding``): the t-interval over the per-seed differences, or on a protocol seeded
+  per source (``independent``) the interval over independent runs; "runs" says what it rests on
+  ("30 runs (5 seeds)", "3 seeds") and how many seeds the submission holds where it holds more.
 """
 from __future__ import annotations
 
@@ -22,14 +26,23 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from bench.core.compare import BASELINE, CEILING, interval_text
+from bench.core.compare import (
+    BASELINE,
+    CEILING,
+    Decision,
+    decision_column,
+    decision_rule,
+    interval_text,
+    plural,
+)
 from bench.core.report import TEACHER, fmt, summarise, teacher_rows
 from bench.submissions.limits import Validation
 from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, scope, select
 
 RANKING_COLUMNS = ["rank", "method", "params", "status", "role",
                    "NTS", "NTS ±", "NTS low", "NTS high", "NTS 95% CI", "rank 95%",
-                   "Δ NTS vs naive", "Δ low", "Δ high", "Δ 95% CI", "Δ t low", "Δ t high", "Δ t 95% (seeds)", "decided",
+                   "Δ NTS vs naive", "Δ low", "Δ high", "Δ 95% CI", "Δ decides low", "Δ decides high",
+                   "Δ t 95% (seeds)", "Δ 95% (runs)", "decided", "runs", "independent",
                    "AOG", "AOG ±", "AOG low", "AOG high", "WRG", "WRG ±", "WRG low", "WRG high",
                    "ID acc", "OOD acc", "PGR ID", "PGR ID note", "PGR OOD", "PGR OOD note", "misfit", "seeds", "cells",
                    "submitter", "model pair", "protocol", "submission", "problem", "paper", "code",
@@ -40,6 +53,7 @@ RANK_BY = {"nts": "NTS", "bon-nts": "BoN NTS"}
 BON = {"bon_nts": "BoN NTS", "bon_gain_id": "BoN gain ID", "bon_gain_ood": "BoN gain OOD"}   # summary key -> column
 SEARCHED = ["method", "params", "submitter", "submission"]   # what the search box matches (ranking.js too)
 NAMED_UNDECIDED = 3   # a verdict names its undecided methods up to this many, else counts them
+DECIDING = [decision_column(False), decision_column(True)]   # the interval that decides: over seeds, or over runs
 
 
 def pgr(gain: float, ceiling: pd.Series | None, ceiling_ci: tuple[float, float] | None, metric: str
@@ -97,23 +111,42 @@ def _teacher_row(group: pd.DataFrame, ceiling: pd.Series | None, ceiling_ci: dic
             "problem": "submissions disagree on the teacher (bench validate shows where)" if disagree else ""}
 
 
+def rests_on(decision: Decision | None, held: int) -> str:
+    """What a row's Δ vs naive rests on, with the seeds its submission holds where they are more: "30 runs (5
+    seeds)", "18 runs (3 of 5 seeds)" (a submission grown further than naive), "3 seeds" (decided over seeds);
+    without a Δ (naive's own row, a submission that does not validate), the seeds it holds."""
+    if decision is None:
+        return plural(held, "seed")
+    if decision.runs and decision.seeds < held:
+        return f"{decision.runs} runs ({decision.seeds} of {held} seeds)"
+    return decision.rests_on
+
+
+def _deciding(decided: dict, prefix: str) -> dict:
+    """The interval that decides Δ NTS vs naive (of pairs, or of a ``bon`` entry: Δ BoN NTS) as a row's
+    ``<prefix> low`` and ``<prefix> high``; blank without one (naive's own row)."""
+    found = decided.get("deciding", {}).get("nts")
+    return {f"{prefix} low": found.low if found else math.nan, f"{prefix} high": found.high if found else math.nan}
+
+
 def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, ceiling, ceiling_ci, by: str) -> dict:
     first = cells_of.iloc[0]
     ci, delta = decided.get("ci", {}), decided.get("delta", {}).get("nts", NO_DELTA)
     bon = decided.get("bon", {})
-    deciding = bon.get("deciding")
-    row = {**_row(summarise(cells_of), ceiling, ceiling_ci), **_method_info(board.by_key[key]),
+    summary = summarise(cells_of)
+    row = {**_row(summary, ceiling, ceiling_ci), **_method_info(board.by_key[key]),
            "method": first["method"], "params": first["params"], "status": first["status"],
            "role": "upload" if key.startswith(UPLOAD_PREFIX) else "method",
            "problem": first["problem"], "submitter": first["submitter"], "submission": key,
            "NTS 95% CI": decided.get("NTS 95% CI", ""),
            "rank 95%": (bon if by == "bon-nts" else decided).get("rank 95%", ""),
            "Δ NTS vs naive": decided.get("Δ NTS vs naive", math.nan),
-           "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ t 95% (seeds)": decided.get("Δ t 95% (seeds)", ""),
-           "Δ low": delta[1], "Δ high": delta[2], "Δ t low": delta[3], "Δ t high": delta[4],
+           "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ low": delta[1], "Δ high": delta[2],
+           **{name: decided.get(name, "") for name in DECIDING}, **_deciding(decided, "Δ decides"),
            "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean(),
+           "runs": rests_on(decided.get("deciding", {}).get("nts"), int(summary["seeds"])),
            "Δ BoN NTS vs naive": bon.get("Δ BoN NTS vs naive", math.nan), "BoN decided": bon.get("decided", ""),
-           "Δ BoN low": deciding.low if deciding else math.nan, "Δ BoN high": deciding.high if deciding else math.nan}
+           **_deciding(bon, "Δ BoN")}
     for name in METRICS.values():
         row[f"{name} low"], row[f"{name} high"] = ci.get(name.lower(), (math.nan, math.nan))
     row["BoN NTS low"], row["BoN NTS high"] = bon.get("ci", {}).get("nts", (math.nan, math.nan))
@@ -155,9 +188,10 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
             position += valid
             row["rank"] = str(position) if valid else "–"
         disagree = any(keys & set(group["submission"]) for _, keys in board.conflicts)
-        references.append(_teacher_row(group, ceiling, ceiling_ci, disagree))
+        references.append({**_teacher_row(group, ceiling, ceiling_ci, disagree), "runs": ""})
+        independent = board.independent(protocol_name, models_name)
         for row in [*(r for _, r in ranked), *references]:
-            rows.append({**row, "model pair": models_name, "protocol": protocol_name})
+            rows.append({**row, "model pair": models_name, "protocol": protocol_name, "independent": independent})
     table = pd.DataFrame(rows, columns=RANKING_COLUMNS)
     for name in ("Δ NTS vs naive", "Δ BoN NTS vs naive"):   # naive's own is blank
         table[name] = pd.to_numeric(table[name].replace("", math.nan))
@@ -176,6 +210,7 @@ class Verdict:
     undecided: list[str]   # the other ranked, validated methods but naive
     seeds: int
     note: str = ""         # why nothing can be decided, when nothing can
+    independent: bool = False   # the group's runs are independent: decided over runs, not seeds
 
     def head(self) -> str:
         """Which methods are decidedly better or worse than naive, and which are not."""
@@ -191,11 +226,11 @@ class Verdict:
                 f"{', '.join(self.worse) or 'none'}; {rest}")
 
     def rule(self) -> str:
-        return "" if self.note else \
-            f"(decided: the t 95% interval of Δ NTS vs naive over the {self.seeds} seeds excludes 0)"
+        """The rule that decided, in ``bench.core.compare.decision_rule``'s words; none beside a note."""
+        return "" if self.note else f"Δ NTS vs naive is {decision_rule(self.independent)}."
 
     def text(self) -> str:
-        return f"{self.head()} {self.rule()}".strip() + ("" if self.note else ".")
+        return self.note or f"{self.head()}. {self.rule()}"
 
 
 def verdict(board: Board, table: pd.DataFrame) -> Verdict:
@@ -205,20 +240,25 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
     holds it more than once (``anchor (lam=10.0, layers=last)``)."""
     ranked = table[table["role"].isin(["method", "upload"]) & table["rank"].str.isdigit()]
     seeds = int(table["seeds"].max()) if len(table) else 0
+    independent = bool(len(table)) and bool(table["independent"].all())
     repeated = ranked["method"].duplicated(keep=False)
     names = [f"{m} ({p})" if again and p else m for m, p, again in zip(ranked["method"], ranked["params"], repeated)]
     rows = ranked.assign(name=names)
     contenders = list(rows[rows["method"] != BASELINE]["name"])
     if BASELINE not in set(ranked["method"]):
         return Verdict([], [], contenders, seeds, "No naive submission in this group, so nothing is decided against "
-                                                  "it: submit naive's run of the same seeds.")
+                                                  "it: submit naive's run of the same seeds.", independent)
     if not contenders:
-        return Verdict([], [], [], seeds, "Only naive in this group so far: nothing to compare it with.")
+        return Verdict([], [], [], seeds, "Only naive in this group so far: nothing to compare it with.", independent)
     if seeds < 2:
-        return Verdict([], [], contenders, seeds, "One seed: no t-interval over seeds, so no difference from naive is "
-                                                  "decided. Run at least two seeds (the protocol's three).")
+        return Verdict([], [], contenders, seeds, (
+            "One seed: a difference over independent runs needs two whole seeds of both sides, so no difference from "
+            "naive is decided. Run at least two seeds." if independent else
+            "One seed: no t-interval over seeds, so no difference from naive is decided. Run at least two seeds (the "
+            "protocol's three)."), independent)
     if not ranked["decided"].astype(bool).any():
         return Verdict([], [], contenders, seeds, "Nothing is decided: these submissions were run on different seeds "
-                                                  "or test pairs, so their differences cannot be paired.")
+                                                  "or test pairs, so their differences cannot be paired.", independent)
     better, worse = (list(rows[rows["decided"] == side]["name"]) for side in ("better", "worse"))
-    return Verdict(better, worse, [n for n in contenders if n not in better and n not in worse], seeds)
+    return Verdict(better, worse, [n for n in contenders if n not in better and n not in worse], seeds,
+                   independent=independent)

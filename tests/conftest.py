@@ -81,6 +81,20 @@ def bon_runs(tmp_path_factory, bon_protocol, small_models):
     return small_runs(tmp_path_factory, protocol, small_models, (("naive", {}), ("ceiling", {}), ("anchor", {"lam": "0.5"})))
 
 
+@pytest.fixture(scope="session")
+def seq_runs(tmp_path_factory, bon_protocol, small_models):
+    """Real runs and their submissions on a protocol seeded per source (its runs independent, a sequential plan
+    with looks at 2 and 3 seeds) with best-of-4 candidate sets, as a comparison grown by bench compare
+    --until-decided leaves them: naive and anchor lam=0.5 hold a third seed, the ceiling and anchor lam=2.0 the
+    protocol's two; for the board's decisions over runs."""
+    from small_runs import small_runs
+
+    protocol = dataclasses.replace(bon_protocol, name="mini-seq-board", seeding="per-source", looks=(2, 3), seeds=(0, 1))
+    grown = (0, 1, 2)
+    return small_runs(tmp_path_factory, protocol, small_models, (
+        ("naive", {}, grown), ("ceiling", {}), ("anchor", {"lam": "0.5"}, grown), ("anchor", {"lam": "2.0"})))
+
+
 @pytest.fixture
 def naive(runs, tmp_path):
     """A private copy of the naive submission to damage."""

@@ -175,11 +175,13 @@ def test_the_board_shows_one_number_format_with_references_pinned(reference):
     view = core.shown(mini_tiny(reference), board=reference)
     # rank, method, NTS and decided first (a phone keeps them in view), then what decides, then the rest; the
     # best-of-N group last, and only where the protocol has candidate sets (tests/test_leaderboard_bon.py)
+    # and the interval that decides is over seeds on v1's protocols, over runs on one seeded per source (whose rows
+    # also say what they rest on: tests/test_leaderboard_runs.py)
     assert core.DEFAULT_COLUMNS == ["rank", "method", "params", "NTS", "decided", "Δ NTS vs naive", "Δ t 95% (seeds)",
-                                    "NTS 95% CI", "rank 95%", "AOG", "WRG", "ID acc", "OOD acc",
-                                    "BoN NTS", "BoN decided", "Δ BoN NTS vs naive", "Δ BoN 95% (decides)",
-                                    "BoN NTS 95% CI", "BoN gain OOD", "BoN gain ID"]
-    assert [c.name for c in view.columns] == core.DEFAULT_COLUMNS[:13]   # mini v1 has no candidate sets
+                                    "Δ 95% (runs)", "runs", "NTS 95% CI", "rank 95%", "AOG", "WRG", "ID acc", "OOD acc",
+                                    "BoN NTS", "BoN decided"]
+    assert [c.name for c in view.columns] == [c for c in core.DEFAULT_COLUMNS[:15] if c not in ("Δ 95% (runs)", "runs")]
+    assert set(mini_tiny(reference).query("role == 'method' and method != 'naive'")["runs"]) == {"3 seeds"}
     [group] = view.groups
     assert [r.role for r in group.references] == ["ceiling", "teacher"]   # pinned above the ranked rows
     assert [r.cells[0].text for r in group.ranked] == [str(i) for i in range(1, reference_count())]  # all but the ceiling
@@ -284,7 +286,8 @@ def test_the_ablation_draws_the_interval_that_decides(reference):
     for _, row in sweep.table.iterrows():
         ranked = table[table["submission"] == row["submission"]].iloc[0]
         base = sweep.baseline["NTS"]
-        assert (row["NTS low"], row["NTS high"]) == pytest.approx((base + ranked["Δ t low"], base + ranked["Δ t high"]))
+        assert (row["NTS low"], row["NTS high"]) == pytest.approx((base + ranked["Δ decides low"],
+                                                                   base + ranked["Δ decides high"]))
         crosses = row["NTS low"] <= base <= row["NTS high"]
         assert crosses == (ranked["decided"] == "no"), row["submission"]
     assert sorted(sweep.table["decided"]) == ["no", "no", "worse"]   # lam = 10 only
@@ -545,8 +548,8 @@ def test_the_verdict_reads_the_harness_rule(reference):
     assert (found.better, found.worse) == ([], ["anchor (lam=10.0, layers=last)", "length", "probe"])
     assert len(found.undecided) == len(ranked) - 1 - 3   # naive is no contender of itself
     assert found.text() == ("Decidedly better than naive: none; decidedly worse: anchor (lam=10.0, layers=last), "
-                            f"length, probe; the other {len(found.undecided)} are undecided (decided: the t 95% "
-                            "interval of Δ NTS vs naive over the 3 seeds excludes 0).")
+                            f"length, probe; the other {len(found.undecided)} are undecided. Δ NTS vs naive is decided "
+                            "when its t-interval over the seeds excludes 0 (docs/statistics.md).")
     travel = core.verdict(reference, mini_tiny(reference, source="travel"))   # the filters scope it, as they do Δ
     assert travel.worse != found.worse or travel.undecided != found.undecided
 

@@ -5,8 +5,10 @@ order with the reference rows pinned and shaded, numbers in one format, and the 
 columns can be chosen, headers sort, the CSV holds what is shown with its group; a filter and the search
 change the rows, both ways; the pictures follow the group; submission text shows as text; uploads
 (tampered, damaged, made by Finder, valid) are checked with nothing of them kept and the server's memory
-back to its base; at 390 px the ranking's first screen shows rank, method, NTS and decided; and a group whose
-protocol has best-of-N candidate sets shows its BoN columns, ranks by BoN NTS and draws NTS against BoN NTS.
+back to its base; at 390 px the ranking's first screen shows rank, method, NTS and decided; and groups whose
+protocol has best-of-N candidate sets, seeded per source or not, fit at 1,440 px with their BoN columns, the one
+seeded per source shows the interval over runs and what each row rests on, and they rank by BoN NTS and draw NTS
+against BoN NTS.
 
 Uses Debian's chromium (``apt-get install chromium``; never a browser download) through Playwright.
 Screenshots go to $SHIFTBENCH_SCREENSHOTS when set, else to a temporary folder. Skipped without
@@ -136,6 +138,11 @@ def headers(page, where="#ranking-board"):
     return page.locator(where).evaluate("e => [...e.querySelectorAll('thead th .h')].map(h => h.textContent)")
 
 
+def default_columns(*kinds) -> list[str]:
+    """The compact default on a group of these kinds: "shared" or "per-source" (its seeding), "bon" (candidate sets)."""
+    return [c.name for c in core.BOARD_COLUMNS if c.default and (not c.only or c.only in kinds)]
+
+
 def expected(board, group=GROUP, **filters):
     """What the page should show for core.ranking(board, *group, **filters) with the default columns."""
     return core.shown(core.ranking(board, *group, **filters), board=board).text()
@@ -173,7 +180,7 @@ def test_the_page_says_what_was_run_and_ranks_in_one_format(page, served, shots)
                      r"1 seed × 2 source → target cells · "
                      r"24 test pairs per eval set · 5 submissions · last updated \d{4}-\d\d-\d\d \(", context), context
     # the group is named above: no protocol or model pair column; no BoN columns (its protocol has no candidate sets)
-    assert headers(page) == [c for c in core.DEFAULT_COLUMNS if not core.COLUMN_BY_NAME[c].bon]
+    assert headers(page) == default_columns("shared")
     assert clipped(page) == [0, []]   # the table fits its box at 1,440 px, no text cut short
     shown = rows(page)
     assert shown == expected(board)
@@ -197,7 +204,7 @@ def test_reference_rows_are_shaded_and_stay_on_top_when_sorted(page):
         "c => getComputedStyle(c).backgroundColor")
     assert style == ["rgb(238, 242, 246)", "italic"] and plain != style[0]
     references = rows(page)[:2]
-    at = core.DEFAULT_COLUMNS.index("WRG")
+    at = default_columns("shared").index("WRG")
     page.locator('#ranking th[data-col="WRG"]').click()   # numbers sort high to low first
     wrg = [float(r[at]) for r in rows(page)[2:]]
     assert wrg == sorted(wrg, reverse=True) and rows(page)[:2] == references
@@ -212,7 +219,7 @@ def test_columns_can_be_chosen_and_the_csv_is_what_is_shown(page, served, shots,
     page.locator("#columns").get_by_label("NTS ±", exact=True).check()
     page.locator("#columns").get_by_label("params", exact=True).uncheck()
     chosen = ["rank", "method", *[c for c in core.DEFAULT_COLUMNS if c not in ("rank", "method", "params")], "NTS ±"]
-    chosen = [c.name for c in core.BOARD_COLUMNS if c.name in chosen and not c.bon]   # no candidate sets here
+    chosen = [c.name for c in core.BOARD_COLUMNS if c.name in chosen and c.only in ("", "shared")]   # v1, no BoN
     wait_until(lambda: headers(page) == chosen, what="the chosen columns")
     assert rows(page) == core.shown(core.ranking(board, *GROUP), chosen, board).text()
     page.locator('#ranking th[data-col="AOG"]').click()
@@ -408,34 +415,50 @@ def test_a_phone_sees_rank_method_nts_and_decided_first(browser, served, shots, 
 
 
 @pytest.fixture(scope="module")
-def served_bon(tmp_path_factory, bon_runs):
-    """The app over the submissions of a protocol with best-of-N candidate sets (conftest's ``bon_runs``)."""
+def served_bon(tmp_path_factory, bon_runs, seq_runs):
+    """The app over the submissions of two protocols with best-of-N candidate sets (conftest's ``bon_runs``, and
+    ``seq_runs``, seeded per source and grown to a third seed for two methods): the widest default tables."""
     from leaderboard.app import serve
 
+    root = tmp_path_factory.mktemp("bon_board") / "submissions"
+    for folder in (bon_runs.submissions, seq_runs.submissions):
+        shutil.copytree(folder, root, dirs_exist_ok=True)
+    protocols, model_pairs = {**bon_runs.protocols, **seq_runs.protocols}, {**bon_runs.model_pairs, **seq_runs.model_pairs}
     store = tmp_path_factory.mktemp("bon_validation_cache")
     port = free_port()
-    demo = serve(bon_runs.submissions, port=port, protocols=bon_runs.protocols, model_pairs=bon_runs.model_pairs,
-                 block=False, cache_dir=store)
-    yield f"http://127.0.0.1:{port}/", core.load_board(bon_runs.submissions, bon_runs.protocols, bon_runs.model_pairs,
-                                                       store)
+    demo = serve(root, port=port, protocols=protocols, model_pairs=model_pairs, block=False, cache_dir=store)
+    yield f"http://127.0.0.1:{port}/", core.load_board(root, protocols, model_pairs, store)
     demo.close()
 
 
-def test_a_group_with_candidate_sets_shows_and_ranks_by_bon(browser, served_bon, shots):
-    """Its BoN column group, a "rank by" choice that re-ranks by BoN NTS, and the picture of NTS against BoN NTS."""
+def test_groups_with_candidate_sets_fit_show_and_rank_by_bon(browser, served_bon, shots):
+    """At 1,440 px the compact default fits with the BoN columns, over seeds and over runs; the group seeded per source
+    shows the interval over runs, what each row rests on and the rule in its verdict; a "rank by" choice re-ranks by
+    BoN NTS, and the picture of NTS against BoN NTS is drawn."""
     url, board = served_bon
-    [bon] = board.groups
+    seq, bon = board.groups   # the per-source group has the most submissions: the board opens on it
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
     page = context.new_page()
     page.goto(url)
     page.wait_for_selector("#ranking tbody.ranked tr", timeout=60_000)
-    assert headers(page) == core.DEFAULT_COLUMNS   # the BoN group too
-    assert rows(page) == expected(board, bon)
+    assert headers(page) == default_columns("per-source", "bon")
+    assert rows(page) == expected(board, seq)
+    assert clipped(page) == [0, []]   # the widest default: the interval over runs, what it rests on, and BoN
+    runs = [r[headers(page).index("runs")] for r in rows(page)]
+    assert "6 runs (3 seeds)" in runs and "4 runs (2 seeds)" in runs   # the grown comparison rests on more runs
+    assert page.locator("#verdict").inner_text() == f"Verdict on {core.group_label(*seq)}: " + core.verdict(
+        board, core.ranking(board, *seq)).text()
+    assert "over independent runs, stratified by source" in page.locator("#verdict").inner_text()
+    page.screenshot(path=str(shots / "runs-ranking.png"), full_page=True)
+    page.locator("#group").get_by_text(f"{core.group_label(*bon)} (3)", exact=True).click()
+    wait_until(lambda: rows(page) == expected(board, bon), what="the group over seeds")
+    assert headers(page) == default_columns("shared", "bon")
+    assert clipped(page) == [0, []]   # the BoN group over seeds fits too
     page.locator("#columns-box").get_by_text("Filters and columns").click()
     page.locator("#rank-by").get_by_label("BoN NTS", exact=True).check()
     by_bon = core.shown(core.ranking(board, *bon, by="bon-nts"), board=board).text()
     wait_until(lambda: rows(page) == by_bon, what="the ranking by BoN NTS")
-    at = core.DEFAULT_COLUMNS.index("BoN NTS")
+    at = headers(page).index("BoN NTS")
     ranked = [float(r[at]) for r in rows(page)[2:]]
     assert ranked == sorted(ranked, reverse=True)
     page.screenshot(path=str(shots / "bon-ranking.png"), full_page=True)

@@ -46,7 +46,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             print(f"\n{protocol}/{models}: no intervals ({error})")
             continue
         print(f"\n{protocol}/{models}: 95% intervals over {len(board.seeds)} seeds and the test pairs; Δ vs naive is "
-              f"paired, {decision_rule(board)}")
+              f"paired, {decision_rule(board.independent)}")
         print(decision_table(board).to_string(index=False, float_format=lambda v: f"{v:+.2f}"))
         if all(c.bon for c in cells):   # a protocol with best-of-N sets: the same table on them
             bon = Board(bon_view(cells))
@@ -69,7 +69,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     board, (a, b) = board_for(args.out, [args.a, args.b], args.metric)
     print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds, "
-          f"{board.resamples.n} bootstrap replicates, seed {BOOTSTRAP_SEED}); a difference is {decision_rule(board)}")
+          f"{board.resamples.n} bootstrap replicates, seed {BOOTSTRAP_SEED}); a difference is {decision_rule(board.independent)}")
     print(comparison_table(board, a, b, args.by, args.metric).to_string(index=False))
     return 0
 

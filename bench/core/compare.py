@@ -84,7 +84,10 @@ def named(roots: list[Path]) -> str:
 def decision_table(board: Board, baseline: str = BASELINE, category: str | None = None,
                    source: str | None = None, metric: str = "nts") -> pd.DataFrame:
     """One row per method (its slug): NTS with its 95% interval, the rank interval, and Δ NTS against
-    ``baseline`` with the bootstrap and the per-seed t-interval, its p-value and whether it is decided.
+    ``baseline`` with the bootstrap interval, its p-value, the interval that decides (``deciding_interval``;
+    on a board of independent runs also the runs it rests on) and whether it is decided. Δ is the estimate
+    that interval is about: the bootstrap's over the seeds every method holds, or on independent runs the
+    runs delta's over every seed both sides hold (the two agree where they hold the same seeds).
     ``metric`` names the columns: "bon-nts" for a board of BoN views (``view``)."""
     rows = []
     name = LABELS[metric]["nts"]
@@ -99,13 +102,12 @@ def decision_table(board: Board, baseline: str = BASELINE, category: str | None 
                         else str(rank.low)})
         if baseline in board.methods and method != baseline:
             delta = board.compare(method, baseline, category=category, source=source).deltas["nts"]
-            row.update({f"Δ {name} vs {baseline}": delta.estimate, "Δ bootstrap 95%": interval_text(delta.low, delta.high),
-                        "p": delta.p_text})
             decision = deciding_interval(board, method, baseline, "nts", category, source, delta)
-            row.update({decision_column(board): interval_text(decision.low, decision.high),
-                        "decided": ("better" if delta.estimate > 0 else "worse") if decision.decided else "no"})
+            row.update({f"Δ {name} vs {baseline}": decision.estimate, "Δ bootstrap 95%": interval_text(delta.low, delta.high),
+                        "p": delta.p_text, decision_column(board.independent): interval_text(decision.low, decision.high),
+                        "decided": ("better" if decision.estimate > 0 else "worse") if decision.decided else "no"})
             if board.independent:
-                row["runs"] = decision.basis.split()[0]
+                row["runs"] = decision.runs
         rows.append(row)
     table = pd.DataFrame(rows).sort_values(name, ascending=False, kind="stable").reset_index(drop=True)
     if "rank" in table:   # an integer, though the unranked ceiling leaves a gap
@@ -113,14 +115,16 @@ def decision_table(board: Board, baseline: str = BASELINE, category: str | None 
     return table.astype(object).where(table.notna(), "")   # the baseline has no Δ against itself
 
 
-def decision_column(board: Board) -> str:
-    """The name of the interval that decides: over independent runs, or over seeds (v1's protocols)."""
-    return "Δ 95% (runs)" if board.independent else "Δ t 95% (seeds)"
+def decision_column(independent: bool) -> str:
+    """The name of the interval that decides: over independent runs (``Board.independent``), or over seeds
+    (v1's protocols)."""
+    return "Δ 95% (runs)" if independent else "Δ t 95% (seeds)"
 
 
-def decision_rule(board: Board) -> str:
-    """The rule ``deciding_interval`` applies, in words."""
-    if board.independent:
+def decision_rule(independent: bool) -> str:
+    """The rule ``deciding_interval`` applies on a board of independent runs (``Board.independent``) or not,
+    in words."""
+    if independent:
         return ("decided when its 95% interval over independent runs, stratified by source, excludes 0 (with the "
                 "protocol's sequential boundary, valid however many seeds were added until it decided; "
                 "docs/statistics.md)")
@@ -132,7 +136,23 @@ class Decision:
     low: float
     high: float
     decided: bool
-    basis: str           # what the interval rests on: "18 runs" or "3 seeds"
+    estimate: float      # the difference the interval is about
+    seeds: int           # the seeds it rests on (on independent runs: the whole seeds both sides hold)
+    runs: int = 0        # the independent runs it rests on; 0 where it is decided over seeds
+
+    @property
+    def basis(self) -> str:
+        """What the interval rests on: "18 runs" or "3 seeds"."""
+        return f"{self.runs} runs" if self.runs else plural(self.seeds, "seed")
+
+    @property
+    def rests_on(self) -> str:
+        """The runs with the seeds they span, "18 runs (3 seeds)", or the seeds alone, "3 seeds"."""
+        return f"{self.runs} runs ({plural(self.seeds, 'seed')})" if self.runs else plural(self.seeds, "seed")
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def deciding_interval(board: Board, a: str, b: str, metric: str, category: str | None, source: str | None,
@@ -144,10 +164,10 @@ def deciding_interval(board: Board, a: str, b: str, metric: str, category: str |
         try:
             runs = board.runs_delta(a, b, metric, category, source)
         except ValueError:   # fewer than two whole seeds
-            return Decision(math.nan, math.nan, False, f"{len(board.seeds)} seeds")
-        return Decision(runs.low, runs.high, runs.decided, f"{runs.runs} runs")
+            return Decision(math.nan, math.nan, False, delta.estimate, len(board.seeds))
+        return Decision(runs.low, runs.high, runs.decided, runs.estimate, runs.seeds, runs.runs)
     decided = not math.isnan(delta.t_low) and (delta.t_low > 0 or delta.t_high < 0)
-    return Decision(delta.t_low, delta.t_high, decided, f"{len(board.seeds)} seeds")
+    return Decision(delta.t_low, delta.t_high, decided, delta.estimate, len(board.seeds))
 
 
 def comparison_table(board: Board, a: str, b: str, by: str | None = None, metric: str = "nts") -> pd.DataFrame:

@@ -1,0 +1,188 @@
+"""The board on a protocol seeded per source, whose runs are independent (conftest's ``seq_runs``: looks at 2 and 3
+seeds, best-of-4 candidate sets; naive and anchor lam=0.5 grown to a third seed, the ceiling and anchor lam=2.0 on
+the protocol's two), beside the plain small runs (a v1 group, its sources sharing their seeds): a difference from
+naive is decided over runs (``Δ 95% (runs)``, bench compare's numbers), every row says what its Δ rests on, and the
+verdict, the definitions, the ablation and the static page name that rule, while the v1 group keeps its columns."""
+import math
+import shutil
+
+import pytest
+
+from bench.core.compare import (
+    Decision,
+    board_for,
+    comparison_table,
+    decision_rule,
+    decision_table,
+    interval_text,
+)
+from bench.core.runs import runs_delta
+from bench.core.stats import bon_view
+from leaderboard import core, figures, render
+
+RUNS_RULE, SEEDS_RULE = decision_rule(True), decision_rule(False)
+SEQ_DEFAULT = ["rank", "method", "params", "NTS", "decided", "Δ NTS vs naive", "Δ 95% (runs)", "runs", "NTS 95% CI",
+               "rank 95%", "AOG", "WRG", "ID acc", "OOD acc", "BoN NTS", "BoN decided"]
+
+
+def group(runs) -> tuple[str, str]:
+    return next(iter(runs.protocols)), next(iter(runs.model_pairs))
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory, seq_runs, runs):
+    root = tmp_path_factory.mktemp("runs_board") / "submissions"
+    for folder in (runs.submissions, seq_runs.submissions):
+        shutil.copytree(folder, root, dirs_exist_ok=True)
+    return root, {**runs.protocols, **seq_runs.protocols}, {**runs.model_pairs, **seq_runs.model_pairs}
+
+
+@pytest.fixture(scope="module")
+def board(both, tmp_path_factory):
+    return core.load_board(*both, tmp_path_factory.mktemp("validation_cache"))
+
+
+def pairs_of(board, seq_runs) -> dict[str, list]:
+    """slug -> the cells (per-pair correctness) of each validated submission of the per-source group."""
+    found = {v.submission["slug"]: v.pairs for v in board.in_group(*group(seq_runs)) if v.ok}
+    assert sorted(found) == ["anchor_lam=0.5_layers=last", "anchor_lam=2.0_layers=last", "ceiling", "naive"]
+    return found
+
+
+def test_a_difference_is_decided_over_runs_and_each_row_says_what_it_rests_on(board, seq_runs):
+    """Δ NTS vs naive, the interval that decides it and "decided" are bench.core.runs.runs_delta over every seed
+    both sides hold (as bench compare prints them); "runs" counts those runs and seeds, so the grown anchor rests on
+    more runs than the ceiling; the BoN columns read the interval over runs the same way."""
+    assert board.independent(*group(seq_runs))
+    cells = pairs_of(board, seq_runs)
+    table = core.ranking(board, *group(seq_runs)).set_index("submission")
+    rows = {key.rsplit("/", 1)[-1]: row for key, row in table.iterrows() if key}
+    assert {slug: rows[slug]["runs"] for slug in cells} == {
+        "anchor_lam=0.5_layers=last": "6 runs (3 seeds)", "anchor_lam=2.0_layers=last": "4 runs (2 seeds)",
+        "ceiling": "4 runs (2 seeds)", "naive": "3 seeds"}   # naive's own row: the seeds it holds, no Δ
+    assert {slug: rows[slug]["seeds"] for slug in cells} == {"anchor_lam=0.5_layers=last": 3,
+                                                             "anchor_lam=2.0_layers=last": 2, "ceiling": 2, "naive": 3}
+    for slug in cells:
+        if slug == "naive":
+            assert rows[slug]["Δ 95% (runs)"] == rows[slug]["decided"] == "" and math.isnan(rows[slug]["Δ NTS vs naive"])
+            continue
+        found = runs_delta(cells[slug], cells["naive"], "nts", looks=(2, 3))
+        row = rows[slug]
+        assert row["Δ NTS vs naive"] == pytest.approx(found.estimate)   # over the seeds both hold, not the shared two
+        assert (row["Δ decides low"], row["Δ decides high"]) == pytest.approx((found.low, found.high))
+        assert row["Δ 95% (runs)"] == interval_text(found.low, found.high) and row["Δ t 95% (seeds)"] == ""
+        assert row["decided"] == (("better" if found.estimate > 0 else "worse") if found.decided else "no")
+        compared, names = board_for(seq_runs.submissions, [slug, "naive"])
+        printed = comparison_table(compared, *names).set_index("metric").loc["NTS"]
+        assert printed["deciding 95%"] == f"{row['Δ 95% (runs)']} ({found.runs} runs)"   # bench compare's numbers
+        bon = runs_delta(bon_view(cells[slug]), bon_view(cells["naive"]), "nts", looks=(2, 3))
+        assert row["Δ BoN NTS vs naive"] == pytest.approx(bon.estimate)
+        assert (row["Δ BoN low"], row["Δ BoN high"]) == pytest.approx((bon.low, bon.high))
+    shared = decision_table(board_for(seq_runs.submissions)[0]).set_index("method")
+    assert shared.loc["anchor_lam=0.5_layers=last", "runs"] == 6 and shared.loc["ceiling", "runs"] == 4
+
+
+def test_the_default_columns_follow_the_groups_seeding(board, seq_runs, runs):
+    """The per-source group shows the interval over runs and what it rests on instead of a blank t-interval over
+    seeds; the v1 group keeps its columns (its rows rest on its seeds); the cells are the one number format."""
+    from test_leaderboard import NUMBER
+
+    seq = core.shown(core.ranking(board, *group(seq_runs)), board=board)
+    assert [c.name for c in seq.columns] == SEQ_DEFAULT
+    shown = {(r.cells[1].text, r.cells[2].text): {c.name: cell.text for c, cell in zip(seq.columns, r.cells)}
+             for r in seq.rows}
+    anchor = shown["anchor", "lam=0.5, layers=last"]
+    assert anchor["runs"] == "6 runs (3 seeds)" and anchor["Δ 95% (runs)"].startswith("[")
+    assert shown["naive", ""]["runs"] == "3 seeds" and shown["teacher (weak)", ""]["runs"] == ""
+    numbers = [cell.text for row in seq.rows for cell in row.cells if cell.number]
+    assert all(NUMBER.fullmatch(t) for t in numbers) and "-0.0" not in numbers
+    runs_at = SEQ_DEFAULT.index("runs")
+    assert sorted(r.cells[runs_at].sort for r in seq.rows if r.cells[runs_at].text.endswith(")")) == [4, 4, 6]
+    plain = core.shown(core.ranking(board, *group(runs)), board=board)
+    names = [c.name for c in plain.columns]
+    assert "Δ t 95% (seeds)" in names and "Δ 95% (runs)" not in names and "runs" not in names
+    assert set(core.ranking(board, *group(runs))["runs"]) - {""} == {"1 seed"}   # what its Δ would rest on
+    assert core.shown(core.ranking(board, *group(seq_runs)), ["rank", "method", "Δ t 95% (seeds)"], board).columns[-1] \
+        .name == "method"   # asked for, but it does not apply to this group
+
+
+def test_what_a_row_rests_on_names_the_seeds_its_submission_holds_beyond_naives():
+    over_runs = Decision(-1.0, 2.0, False, 0.5, seeds=3, runs=18)
+    assert core.rests_on(over_runs, 3) == "18 runs (3 seeds)"
+    assert core.rests_on(over_runs, 5) == "18 runs (3 of 5 seeds)"   # grown further than naive
+    assert core.rests_on(Decision(-1.0, 2.0, False, 0.5, seeds=3), 3) == "3 seeds"   # v1: decided over seeds
+    assert core.rests_on(None, 1) == "1 seed"
+
+
+def test_the_verdict_definitions_and_cards_name_the_rule_over_runs(board, seq_runs, runs):
+    table = core.ranking(board, *group(seq_runs))
+    found = core.verdict(board, table)
+    assert found.independent and found.text().endswith(f". Δ NTS vs naive is {RUNS_RULE}.")
+    ranked = table[table["role"] == "method"].set_index("params")
+    for side, names in (("better", found.better), ("worse", found.worse)):
+        assert len(names) == (ranked["decided"] == side).sum()
+    assert len(found.better + found.worse + found.undecided) == 2   # the two anchors; naive is no contender
+    html = render.verdict_html("g", found)
+    assert f'.<span class="sb-more"> Δ NTS vs naive is {RUNS_RULE}.</span>' in str(html).replace("&#39;", "'")
+    view = core.shown(table, board=board)
+    assert view.rules == [("Δ 95% (runs)", RUNS_RULE)]
+    page = str(render.ranking_html(view)).replace("&#39;", "'")
+    assert f"Δ NTS vs naive is {RUNS_RULE}, the interval shown as <b>Δ 95% (runs)</b>" in page   # the legend
+    assert f"<dt>Δ 95% (runs)</dt><dd>{core.HELP['Δ 95% (runs)']}</dd>" in page and RUNS_RULE in core.HELP["Δ 95% (runs)"]
+    assert "<dt>runs</dt>" in page and "t-interval" not in page.split('class="sb-legend"')[1].split("</p>")[0]
+    assert '<span class="nb">6 runs</span> <span class="nb">(3 seeds)</span>' in page   # breaks between the two
+    plain = core.shown(core.ranking(board, *group(runs)), board=board)
+    assert plain.rules == [("Δ t 95% (seeds)", SEEDS_RULE)]
+    assert f"Δ NTS vs naive is {SEEDS_RULE}" in str(render.ranking_html(plain)).replace("&#39;", "'")
+    card = core.protocol_card(group(seq_runs)[0], seq_runs.protocols)
+    assert card.rstrip().endswith(f"On this protocol a difference from naive is {RUNS_RULE}.")
+    assert core.protocol_card(group(runs)[0], runs.protocols).rstrip().endswith(SEEDS_RULE + ".")
+
+
+def test_the_ablation_draws_the_interval_over_runs(board, seq_runs):
+    """Each setting's bar is naive's value plus the interval over runs that decides it, its point naive's value
+    plus the paired Δ (anchor lam=2.0 holds two of naive's three seeds); the table and the picture name the rule."""
+    sweep = core.ablations(board, *group(seq_runs))["mini-seq-board/tiny-test/anchor"]
+    assert sweep.independent
+    table = core.ranking(board, *group(seq_runs)).set_index("submission")
+    base = sweep.baseline["NTS"]
+    assert base == pytest.approx(table[table["method"] == "naive"]["NTS"].iloc[0])   # naive over its three seeds
+    for _, row in sweep.table.iterrows():
+        ranked = table.loc[row["submission"]]
+        assert (row["NTS low"], row["NTS high"]) == pytest.approx((base + ranked["Δ decides low"],
+                                                                   base + ranked["Δ decides high"]))
+        assert row["NTS point"] == pytest.approx(base + ranked["Δ NTS vs naive"])
+        assert row["NTS low"] <= row["NTS point"] <= row["NTS high"]
+        assert (row["NTS low"] <= base <= row["NTS high"]) == (ranked["decided"] == "no")
+        assert row["runs"] == ranked["runs"]
+    shown = core.sweep_display(sweep)
+    assert {"Δ NTS 95% (runs)", "Δ AOG 95% (runs)", "runs"} <= set(shown.columns)
+    assert not any("t 95%" in c for c in shown.columns)
+    assert sorted(shown["runs"]) == ["4 runs (2 seeds)", "6 runs (3 seeds)"]
+    for narrow in (False, True):
+        fig = figures.ablation(sweep, "mini-seq-board/tiny-test/anchor", narrow)
+        assert RUNS_RULE in fig.get_suptitle().replace("\n", " ")
+        segments = fig.axes[0].containers[0].lines[2][0].get_segments()
+        assert sorted((round(s[0][1], 6), round(s[1][1], 6)) for s in segments) == \
+            sorted((round(lo, 6), round(hi, 6)) for lo, hi in zip(sweep.table["NTS low"], sweep.table["NTS high"]))
+
+
+def test_the_static_page_markdown_and_cache_keep_the_rule_per_group(board, both, seq_runs, tmp_path):
+    from leaderboard.static import write_site
+
+    _, protocols, model_pairs = both
+    page = write_site(board, tmp_path / "site", protocols, model_pairs).read_text().replace("&#39;", "'")
+    sections = dict(zip(board.groups, page.split('<section class="sb-group"')[1:]))
+    seq = sections[group(seq_runs)]
+    assert 'data-col="Δ 95% (runs)"' in seq and 'data-col="runs"' in seq and 'data-col="Δ t 95% (seeds)"' not in seq
+    assert f"Δ NTS vs naive is {RUNS_RULE}" in seq and "<th>Δ NTS 95% (runs)</th>" in seq   # verdict; ablation table
+    other = next(s for g, s in sections.items() if g != group(seq_runs))
+    assert 'data-col="Δ t 95% (seeds)"' in other and 'data-col="runs"' not in other and RUNS_RULE not in other
+    text = core.markdown(board, protocol=group(seq_runs)[0])
+    assert text.splitlines()[0] == "| " + " | ".join(SEQ_DEFAULT) + " |"
+    assert "| 6 runs (3 seeds) |" in text
+    again = core.load_board(*both, tmp_path / "cache")   # from a fresh cache, then from the stored entries
+    cached = core.load_board(*both, tmp_path / "cache")
+    columns = ["submission", "Δ NTS vs naive", "Δ decides low", "Δ 95% (runs)", "runs", "decided"]
+    first = core.ranking(again, *group(seq_runs))[columns]
+    assert first.equals(core.ranking(cached, *group(seq_runs))[columns]) and cached.independent(*group(seq_runs))
