@@ -114,8 +114,10 @@ def test_a_submission_of_a_sequential_protocol_holds_its_extra_seeds_whole(tmp_p
     assert validate_submission(written, protocols, pairs).ok
 
     shutil.rmtree(results / "seed1" / "mini__travel")   # seed 2 is whole, seed 1 is not: a gap
-    with pytest.raises(BenchError, match=r"missing cells: seed 1 mini/travel; run them .* --seeds 0 1 2"):
+    with pytest.raises(BenchError, match=r"missing cells: seed 1 mini/travel; run them .* --seeds 0 1 2") as refused:
         submit([results], tmp_path / "subs2", "me", protocols=protocols, model_pairs=pairs)
+    assert "or submit the protocol's seeds [0] alone: give bench submit a results folder without the cells of " \
+        "seeds 1, 2" in str(refused.value)
 
     shorter = dataclasses.replace(protocol, looks=(1, 2))   # seed 2 is past this plan's last look
     found = "\n".join(map(str, validate_submission(written, {protocol.name: shorter}, pairs).errors))

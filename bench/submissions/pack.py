@@ -102,6 +102,11 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
             problems.append(f"missing cells: {', '.join(missing)}; run them with bench run --method {method.name} "
                             f"{params} --protocol {protocol.name} {models_option(cells[0][1].models)} "
                             f"--seeds {' '.join(map(str, seeds))}".replace("  ", " "))
+        extra = sorted({s for s, _ in chosen} - set(protocol.seeds))
+        if extra:   # a comparison grown past the protocol's seeds and cut short: its seeds may also be left out
+            problems.append(f"or submit the protocol's seeds {list(protocol.seeds)} alone: give bench submit a results "
+                            f"folder without the cells of seed{'s' if len(extra) > 1 else ''} "
+                            f"{', '.join(map(str, extra))}")
     kinds = {result.external is not None for _, result in chosen.values()}
     if len(kinds) > 1:
         problems.append("holds cells of students trained by the harness and of students trained elsewhere (bench "
