@@ -125,3 +125,13 @@ def submission_copy(runs: "SmallRuns", folder: Path, slug: str = "naive") -> Pat
     """A private copy of one of the runs' submissions, for a test to damage."""
     shutil.copytree(runs.submissions / "mini-test" / "tiny-test" / slug, folder)
     return folder
+
+
+def merged(tmp_path_factory, name: str, *sets) -> tuple:
+    """One submissions root holding the submissions of every run set, with their protocols and model pairs:
+    what ``leaderboard.core.load_board`` takes for a board of several groups."""
+    root = tmp_path_factory.mktemp(name) / "submissions"
+    for runs in sets:
+        shutil.copytree(runs.submissions, root, dirs_exist_ok=True)
+    return (root, {k: v for r in sets for k, v in r.protocols.items()},
+            {k: v for r in sets for k, v in r.model_pairs.items()})

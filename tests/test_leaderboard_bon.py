@@ -6,9 +6,9 @@ keeps the candidate sets' credits; the picture of pair NTS against BoN NTS; the 
 import io
 import json
 import math
-import shutil
 
 import pytest
+from small_runs import merged
 from test_leaderboard import NUMBER
 
 from bench.core.report import TEACHER
@@ -20,10 +20,7 @@ BON_COLUMNS = [c.name for c in core.BOARD_COLUMNS if c.bon]
 @pytest.fixture(scope="module")
 def both(tmp_path_factory, bon_runs, runs):
     """One submissions root with both groups: the plain small runs and the runs with candidate sets."""
-    root = tmp_path_factory.mktemp("both") / "submissions"
-    for folder in (runs.submissions, bon_runs.submissions):
-        shutil.copytree(folder, root, dirs_exist_ok=True)
-    return root, {**runs.protocols, **bon_runs.protocols}, {**runs.model_pairs, **bon_runs.model_pairs}
+    return merged(tmp_path_factory, "both", runs, bon_runs)
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ the protocol's two), beside the plain small runs (a v1 group, its sources sharin
 naive is decided over runs (``Δ 95% (runs)``, bench compare's numbers), every row says what its Δ rests on, and the
 verdict, the definitions, the ablation and the static page name that rule, while the v1 group keeps its columns."""
 import math
-import shutil
 
 import pytest
+from small_runs import merged
 
 from bench.core.compare import (
     Decision,
@@ -31,10 +31,7 @@ def group(runs) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory, seq_runs, runs):
-    root = tmp_path_factory.mktemp("runs_board") / "submissions"
-    for folder in (runs.submissions, seq_runs.submissions):
-        shutil.copytree(folder, root, dirs_exist_ok=True)
-    return root, {**runs.protocols, **seq_runs.protocols}, {**runs.model_pairs, **seq_runs.model_pairs}
+    return merged(tmp_path_factory, "runs_board", runs, seq_runs)
 
 
 @pytest.fixture(scope="module")
