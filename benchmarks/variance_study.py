@@ -34,7 +34,8 @@ not run again. `analyse` reads the ledgers and prints, per design and arm, the
 per-run SD of Δ NTS against naive pooled within sources, the CPU-seconds per run, sd^2 x cost, and
 the runs and CPU-hours a ±1-point interval needs; --test-size N recomputes every accuracy on the
 first N pairs of each test split (what a protocol with N test pairs scores: mini's splits are
-generated in order), so test size is a knob with no runs of its own.
+generated in order) and the cost of scoring only those (``run_cost``), so test size is a knob with no
+runs of its own.
 """
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 ARMS = (("naive", {}, 0), ("naive", {}, 1), ("anchor", {"lam": "1.0"}, 0), ("confidence", {}, 0))
+# --ceiling adds the student trained on gold labels: a design must keep it decidedly above the teacher (PGR)
+CEILING = ("ceiling", {}, 0)
 KNOBS = {"ep": r"ep(\d+)", "lr": r"lr([0-9.]+e-?[0-9]+|[0-9.]+)", "L": r"L(\d+)", "pool": r"pool(\d+)",
          "cue": r"cue([0-9.]+)", "es": r"(es)"}
 
@@ -122,14 +125,15 @@ def run(args) -> None:
     # seed-major: every design gets its first seed's runs before any gets its second, so an early look compares them
     units = [(d, s, src) for s in args.seeds for d in args.designs for src in specs(d)[0].datasets]
     mine = units[index::workers]
-    print(f"# worker {index}/{workers}: {len(mine)} units x {len(ARMS)} arms, torch {torch.__version__}, 1 thread",
+    arms = ARMS + ((CEILING,) if args.ceiling else ())
+    print(f"# worker {index}/{workers}: {len(mine)} units x {len(arms)} arms, torch {torch.__version__}, 1 thread",
           flush=True)
     for design, seed, source in mine:
         protocol, models = specs(design)
         out = args.out / design
         ledger = args.ledger / f"{design}.jsonl"
         done = {(r["run"], r["seed"], r["source"]) for r in read_ledger(ledger)}
-        for method, params, replicate in ARMS:
+        for method, params, replicate in arms:
             settings = RunSettings(protocol=protocol, models=models, method=method, params=params, sources=(source,),
                                    seeds=(seed,), out=out, cache_dir=args.cache_dir or default_cache_dir(),
                                    replicate=replicate,
@@ -222,6 +226,21 @@ def run_metrics(run: dict) -> dict[str, float]:
     return {k: statistics.fmean(m[k] for m in per_target.values()) for k in ("wrg", "aog", "nts")}
 
 
+def run_cost(entry: dict, test_size: int | None) -> float:
+    """A run's CPU-seconds, or what it would have spent scoring only the first ``test_size`` pairs of each
+    split: its scoring stage (the eval sets' 2 x pairs sequences and the misfit's 2 x its pairs) shrinks in
+    proportion to the sequences scored, and the CPU-seconds split between training and scoring as the run's
+    wall-clock timers do."""
+    if not test_size:
+        return entry["cpu_s"]
+    timers = entry["timings_s"]
+    pairs = [len(by["student"]) for by in entry["verdicts"].values()]
+    misfit = 2 * entry["misfit"]["pairs"] if entry.get("misfit") else 0
+    scored, kept = 2 * sum(pairs) + misfit, 2 * sum(min(n, test_size) for n in pairs) + misfit
+    saved = timers["student_score"] * (1 - kept / scored)
+    return entry["cpu_s"] * (1 - saved / timers["total"])
+
+
 def pooled_sd(deltas: dict[str, list[float]]) -> tuple[float, int]:
     """The SD of one run's value around its source's mean, pooled over sources, and its degrees of freedom."""
     ss = sum(sum((x - statistics.fmean(xs)) ** 2 for x in xs) for xs in deltas.values() if len(xs) > 1)
@@ -263,6 +282,17 @@ def design_profile(entries: list[dict], design: str) -> dict:
     # A student that disagrees with its teacher on m% of its pairs, where the teacher errs on e%, agrees with
     # the teacher on at least (e - m) / e of the teacher's mistakes: a lower bound on the mistakes it fits.
     out["fits_mistakes"] = max(0.0, 100 * (1 - out["misfit"] / out["teacher_id_error"])) if misfit and errors else math.nan
+    # The ceiling (--ceiling) above the teacher in distribution, with a t-interval over its runs: PGR needs it > 0
+    gaps = [r["acc"][r["source"]]["student"] - r["acc"][r["source"]]["teacher"]
+            for r in runs_of(entries, None) if r["run"] == "ceiling"]
+    if len(gaps) > 1:
+        from bench.core.sequential import t_quantile
+
+        half = t_quantile(0.975, len(gaps) - 1) * statistics.stdev(gaps) / math.sqrt(len(gaps))
+        mean = statistics.fmean(gaps)
+        out["ceiling_gap"] = f"{mean:+.1f} [{mean - half:+.1f}, {mean + half:+.1f}] ({len(gaps)})"
+    else:
+        out["ceiling_gap"] = "not run (--ceiling)"
     return out
 
 
@@ -279,7 +309,7 @@ def arm_name(run: str) -> str:
     from bench.core.results import params_slug, replicate_slug
 
     slug, _, rep = run.partition("#")
-    for method, params, replicate in ARMS:
+    for method, params, replicate in ARMS + (CEILING,):
         if slug.split("_")[0] == method and int(rep or 0) == replicate:
             return replicate_slug(params_slug(method, params), replicate)
     return run
@@ -292,6 +322,15 @@ def sd_interval(sd: float, df: int) -> tuple[float, float]:
     if not df or not math.isfinite(sd):
         return math.nan, math.nan
     return sd * math.sqrt(df / chi2.ppf(0.975, df)), sd * math.sqrt(df / chi2.ppf(0.025, df))
+
+
+def row(design: str, arm: str, runs: int, delta: float | str, sd: float, df: int, cost: float) -> dict:
+    """One line of the σ² x cost table."""
+    low, high = sd_interval(sd, df)
+    need = runs_for_half_width(sd)
+    return {"design": design, "arm": arm, "runs": runs, "delta_nts": delta, "sd": sd, "sd_95": f"{low:.1f}-{high:.1f}",
+            "df": df, "cpu_s_per_run": cost, "sd2_cost": sd * sd * cost, "runs_for_1": need,
+            "cpu_h_for_1": need * cost / 3600}
 
 
 def analyse(args) -> None:
@@ -309,28 +348,35 @@ def analyse(args) -> None:
         runs, costs = runs_of(entries, args.test_size), entries
         by = {(r["run"], r["seed"], r["source"]): r for r in runs}
         naive = {(s, src): run_metrics(r) for (name, s, src), r in by.items() if name == "naive"}
-        for name in sorted({r["run"] for r in runs} - {"naive"}):
+        arms = []
+        for name in sorted({r["run"] for r in runs} - {"naive", "ceiling"}):
             deltas: dict[str, list[float]] = defaultdict(list)
             for (n, s, src), r in by.items():
                 if n == name and (s, src) in naive:
                     deltas[src].append(run_metrics(r)["nts"] - naive[s, src]["nts"])
             sd, df = pooled_sd(deltas)
-            low, high = sd_interval(sd, df)
-            spent = [c["cpu_s"] for c in costs if c["run"] == name and c["cpu_s"] and not c["teacher_trained"]]
+            spent = [run_cost(c, args.test_size) for c in costs
+                     if c["run"] == name and c["cpu_s"] and not c["teacher_trained"]]
             cost = statistics.median(spent) if spent else math.nan
-            need = runs_for_half_width(sd)
             flat = [d for ds in deltas.values() for d in ds]
-            rows_out.append({"design": design, "arm": arm_name(name), "runs": len(flat),
-                             "delta_nts": statistics.fmean(flat) if flat else math.nan, "sd": sd,
-                             "sd_95": f"{low:.1f}-{high:.1f}", "df": df, "cpu_s_per_run": cost,
-                             "sd2_cost": sd * sd * cost, "runs_for_1": need, "cpu_h_for_1": need * cost / 3600})
+            rows_out.append(row(design, arm_name(name), len(flat), statistics.fmean(flat) if flat else math.nan,
+                                sd, df, cost))
+            arms.append((sd, df, cost))
+        # One SD per design, pooled over its arms (each arm's within-source sums of squares): the arms' SDs
+        # differ, but a design lowers or raises them together, and df 6 per arm cannot rank designs.
+        df = sum(d for _, d, _ in arms if d)
+        if len(arms) > 1 and df:
+            sd = math.sqrt(sum(s * s * d for s, d, _ in arms if d) / df)
+            rows_out.append(row(design, "all arms, pooled", sum(r["runs"] for r in rows_out[-len(arms):]), "—",
+                                sd, df, statistics.fmean(c for _, _, c in arms)))
     print(markdown(header, rows_out))
     print("\nWhat a design shows of the paper's question, from its naive runs: the gain in distribution (WRG), "
           "out of distribution per category (AOG), and how far the students fit their teachers' labels on "
           "their own training pairs (misfit: % disagreeing) against the teachers' error on their test split.\n")
     profiles = [design_profile(read_ledger(args.ledger / f"{design}.jsonl"), design) for design in args.designs]
     print(markdown(("design", "naive runs", "WRG", *(f"AOG {c}" for c, _ in specs("base")[0].categories), "NTS",
-                    "misfit %", "teacher ID error %", "teacher's mistakes fit, at least %"), profiles))
+                    "misfit %", "teacher ID error %", "teacher's mistakes fit, at least %",
+                    "ceiling − teacher ID (95%, runs)"), profiles))
     if args.csv:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows_out[0]))
@@ -349,6 +395,7 @@ def main() -> None:
     sub.choices["run"].add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     sub.choices["run"].add_argument("--worker", default="0/1", help="I/N: this process runs every N-th unit from I")
     sub.choices["run"].add_argument("--cache-dir", type=Path)
+    sub.choices["run"].add_argument("--ceiling", action="store_true", help="also train the ceiling (gold labels)")
     sub.choices["analyse"].add_argument("--test-size", type=int)
     sub.choices["analyse"].add_argument("--csv", type=Path)
     args = p.parse_args()

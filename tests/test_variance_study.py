@@ -1,0 +1,68 @@
+"""The variance study's analysis (benchmarks/variance_study.py) on a hand-made ledger: the per-run SD of
+Δ NTS pooled within sources and over arms, and the cost of a run scored on fewer test pairs."""
+import importlib.util
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def study():
+    spec = importlib.util.spec_from_file_location("variance_study", ROOT / "benchmarks" / "variance_study.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["variance_study"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def entry(run: str, seed: int, source: str, student_id: str, cpu_s: float = 100.0) -> dict:
+    """A ledger line whose teacher gets half of every split right and whose student's ID verdicts are
+    ``student_id`` (4 pairs); its targets are scored like the teacher, so NTS moves with ID accuracy alone."""
+    from bench.core.protocols import PROTOCOLS
+
+    protocol = PROTOCOLS.get("mini")
+    category = protocol.category_of(source)
+    siblings = [n for c, names in protocol.categories if c == category for n in names if n != source]
+    verdicts = {source: {"teacher": "2200", "student": student_id}}
+    verdicts.update({name: {"teacher": "2200", "student": "2200"} for name in siblings})
+    return {"design": "base", "run": run, "seed": seed, "source": source, "cpu_s": cpu_s, "teacher_trained": False,
+            "misfit": {"disagreement": 0.0, "pairs": 4, "squared": 0.0},
+            "timings_s": {"student_train": 60.0, "student_score": 40.0, "total": 100.0}, "verdicts": verdicts}
+
+
+def test_run_cost_scales_the_scoring_stage_alone(study):
+    line = entry("naive", 0, "mini/recipes", "2200")
+    assert study.run_cost(line, None) == 100.0
+    # 3 splits x 4 pairs x 2 sequences + the misfit's 8: 32 sequences scored; at 2 pairs per split, 20
+    assert study.run_cost(line, 2) == pytest.approx(100.0 * (1 - 40.0 * (1 - 20 / 32) / 100.0))
+    assert study.run_cost(line, 10) == 100.0   # more pairs than a split holds: nothing saved
+
+
+def test_pooled_rows_of_a_ledger(study, tmp_path, capsys):
+    # Two sources, two seeds: naive and two arms whose ID accuracy falls below naive's (50) by known amounts.
+    # A student below its teacher in distribution loses the gap from NTS (its targets score like the
+    # teacher's), so an arm's per-run Δ NTS is its ID accuracy minus 50.
+    ids = {"naive": ("2200", "2200"), "naive#1": ("0200", "0000"), "confidence": ("2200", "0000")}
+    lines = [entry(run, seed, source, ids[run][seed]) for run in ids for seed in (0, 1)
+             for source in ("mini/recipes", "mini/chat")]
+    (tmp_path / "base.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"partial')
+    args = type("Args", (), {"designs": ["base"], "ledger": tmp_path, "test_size": None, "csv": None})
+    study.analyse(args)
+    rows = {cells[1]: cells for cells in ([c.strip() for c in line.strip("|").split("|")]
+                                          for line in capsys.readouterr().out.splitlines() if line.startswith("| base |"))}
+    aa, confidence, pooled = rows["naive#1"], rows["confidence"], rows["all arms, pooled"]
+    # naive#1: Δ -25 then -50 in each source; confidence: 0 then -50
+    assert aa[2] == "4" and float(aa[3]) == pytest.approx(-37.5) and aa[6] == "2"
+    assert float(aa[4]) == pytest.approx(statistics.stdev([-25.0, -50.0]), abs=0.01)
+    assert float(aa[8]) == pytest.approx(float(aa[4]) ** 2 * 100.0, rel=1e-3)
+    assert float(confidence[4]) == pytest.approx(statistics.stdev([0.0, -50.0]), abs=0.01)
+    # pooled over the arms' within-source sums of squares: (2 x 312.5 + 2 x 1250) / 4 df
+    assert pooled[2] == "8" and pooled[6] == "4"
+    assert float(pooled[4]) == pytest.approx(math.sqrt((2 * 312.5 + 2 * 1250) / 4), abs=0.01)
+    assert int(pooled[9]) == study.runs_for_half_width(math.sqrt((2 * 312.5 + 2 * 1250) / 4))
