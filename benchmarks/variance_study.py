@@ -263,11 +263,11 @@ def runs_for_half_width(sd: float, sources: int = 6, target: float = 1.0) -> int
 
 
 def design_profile(entries: list[dict], design: str) -> dict:
-    """A design's naive runs: mean WRG, AOG per category, NTS, misfit, the teacher's ID error (its error on
+    """A design's naive runs (naive and its replicate: independent students): mean WRG, AOG per category, NTS, misfit, the teacher's ID error (its error on
     the source's test split, standing in for its error on the student's training pairs, the same
     distribution), and the share of the teacher's mistakes the students fit, at least."""
     protocol = specs(design)[0]
-    naive = [r for r in runs_of(entries, None) if r["run"] == "naive"]
+    naive = [r for r in runs_of(entries, None) if r["run"] in ("naive", "naive#1")]   # both are naive students
     metrics = [run_metrics(r) for r in naive]
     out: dict = {"design": design, "runs": len(naive),
                  "wrg": statistics.fmean(m["wrg"] for m in metrics) if metrics else math.nan}
@@ -370,7 +370,7 @@ def analyse(args) -> None:
             rows_out.append(row(design, "all arms, pooled", sum(r["runs"] for r in rows_out[-len(arms):]), "—",
                                 sd, df, statistics.fmean(c for _, _, c in arms)))
     print(markdown(header, rows_out))
-    print("\nWhat a design shows of the paper's question, from its naive runs: the gain in distribution (WRG), "
+    print("\nWhat a design shows of the paper's question, from its naive runs (naive and naive#1): the gain in distribution (WRG), "
           "out of distribution per category (AOG), and how far the students fit their teachers' labels on "
           "their own training pairs (misfit: % disagreeing) against the teachers' error on their test split.\n")
     profiles = [design_profile(read_ledger(args.ledger / f"{design}.jsonl"), design) for design in args.designs]

@@ -33,3 +33,26 @@ def test_param_needs_key_value(capsys):
 
 def test_report_on_empty_folder(tmp_path, capsys):
     assert main(["report", "--out", str(tmp_path)]) == 1
+
+
+@pytest.mark.parametrize("extra, pair", [
+    ([], "tiny"),                                              # mini's reference pair, as before
+    (["--protocol", "mini-v2"], "tiny-lr3e-4"),                    # v2's board runs its own pair
+    (["--protocol", "mini-v2+cap-train800-test100"], "tiny-lr3e-4"),   # a capped v2 keeps it
+    (["--protocol", "mini-v2", "--models", "tiny"], "tiny"),   # an explicit --models wins
+])
+def test_models_default_to_the_protocols_reference_pair(extra, pair, tmp_path):
+    from bench.cli import build_parser
+    from bench.commands.settings import run_settings
+
+    args = build_parser().parse_args(["run", "--method", "naive", "--out", str(tmp_path), *extra])
+    assert run_settings(args).models.name == pair
+
+
+def test_mini_v2_is_a_protocol_of_its_own():
+    """v2 has a hash of its own and leaves v1's alone: v1's 29 reference submissions stay valid."""
+    from bench.core.protocols import PROTOCOLS, protocol_hash
+
+    v1, v2 = PROTOCOLS.get("mini"), PROTOCOLS.get("mini-v2")
+    assert protocol_hash(v1) == "527dcbde09261304" and protocol_hash(v2) != protocol_hash(v1)
+    assert (v2.version, v2.seeding, v2.datasets) == ("2.0", "per-source", v1.datasets)

@@ -88,7 +88,8 @@ def add_cell_arguments(parser: argparse.ArgumentParser, out: str = "results", wh
     `bench run`, `bench sweep`, `bench labels` and `bench evaluate` share."""
     parser.add_argument("--protocol", default="mini", help="protocol name (default: mini), or a capped one's as "
                         "--cap-train/--cap-test/--cap-length name it (mini+cap-train800-test200)")
-    parser.add_argument("--models", default="tiny", help="model pair name (default: tiny)")
+    parser.add_argument("--models", help="model pair name (default: the protocol's reference pair, tiny for mini; "
+                        "bench list protocols)")
     parser.add_argument("--source", nargs="+", metavar="NAME",
                         help="sources to run (default: every dataset of the protocol)")
     parser.add_argument("--seeds", nargs="+", type=parse_seed, metavar="N",

@@ -36,7 +36,9 @@ def print_registered(what: str, data_dir: Path | None = None) -> None:
             p = PROTOCOLS.get(name)
             print(f"{name} v{p.version} (hash {protocol_hash(p)}): {p.description}\n"
                   f"  datasets: {', '.join(p.datasets)}; train pool {p.train_pool_size}, test {p.test_size}, "
-                  f"max length {p.max_length}, seeds {list(p.seeds)}")
+                  f"max length {p.max_length}, {p.seeds_text}; model pair {p.models or 'tiny'}"
+                  + (", every (seed, source) seeded on its own" if p.seeding == "per-source" else "")
+                  + (f", best-of-{p.candidates} sets" if p.candidates else ""))
     elif what == "models":
         for name in MODEL_PAIRS.names():
             m = MODEL_PAIRS.get(name)

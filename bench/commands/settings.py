@@ -69,7 +69,7 @@ def cell_settings(args: argparse.Namespace, method: str):
         print(f"[bench] seed{'s' if len(foreign) > 1 else ''} {', '.join(map(str, foreign))} not among "
               f"{protocol.name}'s {protocol.seeds_text}: run and reported, but bench submit takes only the "
               "protocol's seeds", file=sys.stderr)
-    models = model_pair_from_cli(args.models)
+    models = model_pair_from_cli(args.models or protocol.models or "tiny")
     check_model_folders(models)
     if getattr(args, "early_stopping", None) is not None:   # bench run and sweep; labels and evaluate train no student
         models = models.early_stopped(parse_early_stopping(args.early_stopping))

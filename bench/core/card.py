@@ -34,6 +34,14 @@ def protocol_card(protocol: ProtocolSpec) -> str:
         "",
         f"- **Hash:** `{protocol_hash(protocol)}` (the protocol and all its dataset specs; recorded in every result)",
         f"- **Seeds of a complete evaluation:** {', '.join(map(str, protocol.seeds))}",
+        *([f"- **Sequential plan:** a paired comparison adds whole seeds in order, looking after each from "
+           f"{protocol.looks[0]} to {protocol.looks[1]} seeds (group-sequential boundaries, bench/core/sequential.py); "
+           f"a submission may hold seeds up to {protocol.seed_order[-1]}, with no gaps"] if protocol.looks else []),
+        "- **Seeding:** " + ("every (seed, source) cell draws its own split, teacher and student seeds, so every "
+                             "training run is independent and the unit of analysis" if protocol.seeding == "per-source"
+                             else "the sources of a seed share its stage seeds (the seed is the unit of analysis)"),
+        (f"- **Reference model pair:** `{protocol.models}` (its reference board's; `bench run`'s default `--models` here)"
+         if protocol.models else "- **Model pair by default:** `tiny` (`bench run`'s `--models` when not given)"),
         f"- **Train pool:** {pool}, split into half A (teacher) and half B (student)",
         f"- **Test:** {test}, used as the in-distribution (ID) eval set of its own source and an "
         f"out-of-distribution (OOD) eval set of its siblings",

@@ -105,6 +105,9 @@ class ProtocolSpec:
     # cell scores beside the pairs and reports BoN accuracies and metrics for. None, the default, scores no
     # sets; a default is left out of the hash, so protocols without sets keep theirs.
     candidates: int | None = None
+    # The model pair of the protocol's reference board: what --models means when not given. None: "tiny", as
+    # before the field existed (a default is left out of the hash, so protocols without one keep theirs).
+    models: str | None = None
 
     def __post_init__(self) -> None:
         from bench.core.errors import BenchError
