@@ -118,7 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--precision", type=float, default=1.0, metavar="POINTS",
                          help="with --until-decided: stop once the interval's half-width is at most this (default 1)")
     compare.add_argument("--batch", type=int, default=1, metavar="SEEDS", help="with --until-decided: seeds per round")
-    compare.add_argument("--jobs", type=int, metavar="N", help="with --until-decided: cells at once (as bench run)")
+    compare.add_argument("--jobs", type=int, metavar="N", help="with --until-decided: cells at once, each in a worker process "
+                         "with cores/N torch threads (default as bench run: one per CPU core, so the cells it adds have "
+                         "the keys and teachers of bench run's)")
     compare.add_argument("--cache-dir", type=Path, default=None, help="with --until-decided: the teacher cache")
 
     verify = sub.add_parser("verify", help="recompute every cell's accuracies and metrics from its per-pair scores")

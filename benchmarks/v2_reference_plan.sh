@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # mini v2's reference runs (docs/statistics.md, "mini v2"), in the order that answers the most soonest.
 # Resumable: every stage is `bench run` or `bench compare --until-decided`, which skip finished cells, so
-# rerun the script after a stop and it goes on where it was. Cells go to $OUT (default: results);
-# `bench submit $OUT/mini-v2/tiny-lr3e-4/<slug>` packs a method's submission, and the replicates
-# (naive#1, naive#2: the A/A pool) go to extra-seeds/, as they are not submissions.
+# rerun the script after a stop and it goes on where it was. Cells go to $OUT (default: results, which
+# should hold nothing else); `bench submit $OUT/mini-v2/tiny-lr3e-4/<slug>` packs a method's submission.
+# The replicates (naive#1, naive#2: the A/A pool) are not submissions: keep them with extra-seeds/.
 #
 #   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide (default: all, in the order below)
 #
-# One torch thread per cell, two cells at once on a 2-core machine (bench run's default --jobs), as every
-# reference run: a teacher's scores are bit-identical only on the same thread count and CPU kernels.
+# One torch thread per cell, one cell per core (bench run's default --jobs; sweep and compare are told the
+# same), as every reference run: the thread count is part of a cell's and a teacher's key, and a
+# teacher's scores are bit-identical only on the same thread count and CPU kernels.
 set -euo pipefail
+export OMP_NUM_THREADS=1
 OUT=${OUT:-results}
 AA_SEEDS=${AA_SEEDS:-"0 1 2 3 4 5 6 7 8 9"}   # the A/A pool: naive and 2 replicates, 3 runs per cell
 run() { bench run --protocol mini-v2 --out "$OUT" "$@"; }
@@ -29,7 +31,7 @@ aa() {     # naive again with fresh student randomness, seed by seed: benchmarks
 }
 
 zoo() {    # every other built-in method at the protocol's seeds, with v1's reference settings
-  bench sweep --protocol mini-v2 --method anchor --grid lam=0.1,1,10 --seeds 0 1 2 --out "$OUT"
+  bench sweep --protocol mini-v2 --method anchor --grid lam=0.1,1,10 --seeds 0 1 2 --out "$OUT" --executor processes
   for method in anchor-mid l2-sp lp-ft wise-ft bsr entropy gce product window unbiased adaptconf \
                 reliability-filter probe-filter probe-relabel raven warm teacher-ensemble s2s probe length; do
     run --method "$method" --seeds 0 1 2
@@ -40,12 +42,14 @@ decide() { # paired comparisons against naive until decided or within +-1 point 
   # shellcheck disable=SC2086
   for method in ceiling confidence anchor_lam=1.0_layers=last anchor_lam=0.1_layers=last anchor_lam=10.0_layers=last \
                 ${TOP3:-}; do   # TOP3: the zoo's three best rows, by their folder names, once the zoo has run
-    bench compare "$method" naive --out "$OUT/mini-v2/tiny-lr3e-4" --until-decided --budget "${BUDGET:-2}"
+    bench compare "$method" naive --out "$OUT" --until-decided --budget "${BUDGET:-2}"
   done
 }
 
 if [ $# -gt 0 ]; then
-  for stage in "$@"; do "$stage"; done
+  for stage in "$@"; do
+    case "$stage" in aa|core|zoo|decide) "$stage" ;; *) echo "unknown stage '$stage': give aa, core, zoo or decide" >&2; exit 2 ;; esac
+  done
 else   # the A/A pool's first seeds (naive's reference seeds among them), the core methods, then the rest
   aa "0 1 2"; core; aa; zoo; decide
 fi

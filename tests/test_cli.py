@@ -50,8 +50,11 @@ def test_models_default_to_the_protocols_reference_pair(extra, pair, tmp_path):
 
 
 def test_mini_v2_is_a_protocol_of_its_own():
-    """v2 has a hash of its own and leaves v1's alone: v1's 29 reference submissions stay valid."""
-    from bench.core.protocols import PROTOCOLS, protocol_hash
+    """v2 has a hash of its own and leaves v1's alone: v1's reference submissions stay valid; and every
+    protocol's reference pair is a registered one."""
+    from bench.core.protocols import MODEL_PAIRS, PROTOCOLS, protocol_hash
+
+    assert all(PROTOCOLS.get(name).models in (None, *MODEL_PAIRS.names()) for name in PROTOCOLS.names())
 
     v1, v2 = PROTOCOLS.get("mini"), PROTOCOLS.get("mini-v2")
     assert protocol_hash(v1) == "527dcbde09261304" and protocol_hash(v2) != protocol_hash(v1)

@@ -65,8 +65,9 @@ def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_p
     out = tmp_path / "out"
     for method, params in (("naive", {}), ("length", {})):
         pipeline.run(RunSettings(protocol, models, method, params, protocol.datasets, [0, 1], out, tmp_path / "cache"))
-    args = ["compare", "length", "naive", "--out", str(out), "--until-decided", "--precision", "0",
-            "--cache-dir", str(tmp_path / "cache")]
+    # the protocol x pair folder bench run wrote (the root works too: tests/test_bon_cell.py): new seeds go beside
+    args = ["compare", "length", "naive", "--out", str(out / protocol.name / models.name), "--until-decided",
+            "--precision", "0", "--cache-dir", str(tmp_path / "cache")]
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "2 seeds" in printed and "stopped:" in printed
@@ -74,6 +75,11 @@ def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_p
     for slug in ("naive", "length"):
         seeds = {p.name for p in (out / protocol.name / models.name / slug).iterdir()}
         assert seeds == {f"seed{s}" for s in range(looked)}
+    assert not (out / protocol.name / models.name / protocol.name).exists()
+    from bench.stages.decide import first_result, settings_of
+
+    for given in (out, out / protocol.name / models.name, out / protocol.name / models.name / "naive"):
+        assert settings_of(first_result(out, "naive"), given, None).out == out   # where bench run writes them
     assert main(args) == 0   # resumable: the same verdict, nothing run again
     verdict = printed.splitlines()[-1].split(";")[0]
     assert capsys.readouterr().out.splitlines()[-1].split(";")[0] == verdict

@@ -62,10 +62,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     if args.until_decided:
         from bench.stages.decide import until_decided
+        from bench.stages.executors import auto_jobs
 
         return until_decided(args.out[0] if len(args.out) == 1 else args.out, args.a, args.b,
                              budget_hours=args.budget, precision=args.precision, batch=args.batch,
-                             jobs=args.jobs or 1, cache_dir=args.cache_dir, metric=args.metric)
+                             jobs=args.jobs or auto_jobs(), cache_dir=args.cache_dir, metric=args.metric)
 
     board, (a, b) = board_for(args.out, [args.a, args.b], args.metric)
     print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds, "

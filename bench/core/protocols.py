@@ -128,7 +128,7 @@ MODEL_PAIRS.register("tiny", ModelPairSpec(
 # v1's data, cues and models, with what the variance study found to cut the cost of a decision while keeping
 # what mini shows (naive gaining in distribution and not out of it in helpful, students fitting most of
 # their teacher's mistakes): every (seed, source) run seeded on its own, so runs are the unit of analysis;
-# half the test pairs (test pairs hold a few % of a run's variance, and scoring a third of its CPU); the
+# half the test pairs (test pairs hold the smaller part of a run's variance, scoring a third of its CPU); the
 # student trained at 3e-4 (tiny-lr3e-4: one epoch at v1's 1e-4 leaves its held-out loss still falling);
 # best-of-4 candidate sets on every test prompt (docs/best-of-n.md); and a sequential plan, so a paired
 # comparison adds whole seeds, from 3 up to 20, until it decides or is within +-1 point. A student of 3

@@ -43,6 +43,12 @@ def settings_of(result, out: Path, cache_dir: Path | None):
     if models.name != name:
         raise BenchError(f"model pair {name!r} is not one this harness can rebuild by name; run its seeds with bench run")
     params = {key: str(value) for key, value in result.method.params.items() if value is not None}
+    # bench run writes under ROOT/<protocol>/<pair>/: given that folder (or a method's below it), the new
+    # seeds go beside the old ones, not into ROOT/<protocol>/<pair>/<protocol>/<pair>/
+    parts = Path(out).parts
+    for depth in (2, 3):
+        if len(parts) > depth and parts[-depth:][:2] == (protocol.name, name):
+            out = Path(*parts[:-depth])
     return RunSettings(protocol=protocol, models=dataclasses.replace(models), method=result.method.name,
                        params=params, out=out, cache_dir=cache_dir or default_cache_dir(), replicate=result.replicate,
                        command=f"bench compare --until-decided ({result.method.name})")
@@ -68,9 +74,14 @@ def run_seeds(settings, seeds: list[int], jobs: int) -> None:
     from bench.stages.sweep import run_parallel
 
     settings = settings.replace(seeds=tuple(seeds), sources=settings.protocol.datasets)
-    if jobs > 1 and len(settings.cells) > 1:
-        run_parallel(settings, make_executor("processes", jobs=jobs))
+    executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
+    if executor is not None and len(settings.cells) > 1:
+        run_parallel(settings, executor)
     else:
+        if executor is not None:   # one cell: here, with a worker's threads, so that its key is bench run's (as there)
+            import torch
+
+            torch.set_num_threads(executor.threads)
         run(settings)
 
 
@@ -78,6 +89,9 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
                   jobs: int = 1, cache_dir: Path | None = None, metric: str = "nts") -> int:
     from bench.core.compare import LABELS, board_for, interval_text
 
+    if not isinstance(out, (str, Path)):
+        raise BenchError("--until-decided writes the seeds it adds into one results folder: give one --out (copy "
+                         "the cells of the others into it first)")
     board, (slug_a, slug_b) = board_for(out, [a, b], metric)   # refuses bon-nts on cells without candidate sets
     if not board.independent:
         raise BenchError(f"{a} and {b} are on a protocol whose sources share their seeds (v1): its runs are not "
