@@ -262,12 +262,12 @@ def runs_for_half_width(sd: float, sources: int = 6, target: float = 1.0) -> int
     return 0
 
 
-def design_profile(entries: list[dict], design: str) -> dict:
+def design_profile(entries: list[dict], design: str, test_size: int | None = None) -> dict:
     """A design's naive runs (naive and its replicate: independent students): mean WRG, AOG per category, NTS, misfit, the teacher's ID error (its error on
     the source's test split, standing in for its error on the student's training pairs, the same
     distribution), and the share of the teacher's mistakes the students fit, at least."""
     protocol = specs(design)[0]
-    naive = [r for r in runs_of(entries, None) if r["run"] in ("naive", "naive#1")]   # both are naive students
+    naive = [r for r in runs_of(entries, test_size) if r["run"] in ("naive", "naive#1")]   # both are naive students
     metrics = [run_metrics(r) for r in naive]
     out: dict = {"design": design, "runs": len(naive),
                  "wrg": statistics.fmean(m["wrg"] for m in metrics) if metrics else math.nan}
@@ -284,7 +284,7 @@ def design_profile(entries: list[dict], design: str) -> dict:
     out["fits_mistakes"] = max(0.0, 100 * (1 - out["misfit"] / out["teacher_id_error"])) if misfit and errors else math.nan
     # The ceiling (--ceiling) above the teacher in distribution, with a t-interval over its runs: PGR needs it > 0
     gaps = [r["acc"][r["source"]]["student"] - r["acc"][r["source"]]["teacher"]
-            for r in runs_of(entries, None) if r["run"] == "ceiling"]
+            for r in runs_of(entries, test_size) if r["run"] == "ceiling"]
     if len(gaps) > 1:
         from bench.core.sequential import t_quantile
 
@@ -373,7 +373,7 @@ def analyse(args) -> None:
     print("\nWhat a design shows of the paper's question, from its naive runs (naive and naive#1): the gain in distribution (WRG), "
           "out of distribution per category (AOG), and how far the students fit their teachers' labels on "
           "their own training pairs (misfit: % disagreeing) against the teachers' error on their test split.\n")
-    profiles = [design_profile(read_ledger(args.ledger / f"{design}.jsonl"), design) for design in args.designs]
+    profiles = [design_profile(read_ledger(args.ledger / f"{design}.jsonl"), design, args.test_size) for design in args.designs]
     print(markdown(("design", "naive runs", "WRG", *(f"AOG {c}" for c, _ in specs("base")[0].categories), "NTS",
                     "misfit %", "teacher ID error %", "teacher's mistakes fit, at least %",
                     "ceiling − teacher ID (95%, runs)"), profiles))
