@@ -6,6 +6,7 @@
 # The replicates (naive#1, naive#2: the A/A pool) are not submissions: keep them with extra-seeds/.
 #
 #   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide (default: all, in the order below)
+#   benchmarks/v2_reference_plan.sh store           # copy the finished cells into extra-seeds/ (extra-seeds/README.md)
 #
 # One torch thread per cell, one cell per core (bench run's default --jobs; sweep and compare are told the
 # same), as every reference run: the thread count is part of a cell's and a teacher's key, and a
@@ -46,9 +47,17 @@ decide() { # paired comparisons against naive until decided or within +-1 point 
   done
 }
 
+store() {  # the finished cells into extra-seeds/, which is committed, so the next session resumes from them
+  (cd "$OUT" && find mini-v2 -name result.json) | while read -r f; do
+    d=$(dirname "$f"); mkdir -p "extra-seeds/$d"
+    cp "$OUT/$d/result.json" "$OUT/$d/scores.csv.gz" "$OUT/$d/candidates.csv.gz" "extra-seeds/$d/"
+  done
+}
+
 if [ $# -gt 0 ]; then
   for stage in "$@"; do
-    case "$stage" in aa|core|zoo|decide) "$stage" ;; *) echo "unknown stage '$stage': give aa, core, zoo or decide" >&2; exit 2 ;; esac
+    case "$stage" in aa|core|zoo|decide|store) "$stage" ;;
+      *) echo "unknown stage '$stage': give aa, core, zoo, decide or store" >&2; exit 2 ;; esac
   done
 else   # the A/A pool's first seeds (naive's reference seeds among them), the core methods, then the rest
   aa "0 1 2"; core; aa; zoo; decide
