@@ -263,11 +263,12 @@ def runs_for_half_width(sd: float, sources: int = 6, target: float = 1.0) -> int
 
 
 def design_profile(entries: list[dict], design: str, test_size: int | None = None) -> dict:
-    """A design's naive runs (naive and its replicate: independent students): mean WRG, AOG per category, NTS, misfit, the teacher's ID error (its error on
-    the source's test split, standing in for its error on the student's training pairs, the same
+    """A design's naive runs (naive and its replicate: independent students): mean WRG, AOG per category, NTS,
+    misfit, the teacher's ID error (its error on the source's test split, standing in for its error on the student's training pairs, the same
     distribution), and the share of the teacher's mistakes the students fit, at least."""
     protocol = specs(design)[0]
-    naive = [r for r in runs_of(entries, test_size) if r["run"] in ("naive", "naive#1")]   # both are naive students
+    runs = runs_of(entries, test_size)
+    naive = [r for r in runs if r["run"] in ("naive", "naive#1")]   # both are naive students
     metrics = [run_metrics(r) for r in naive]
     out: dict = {"design": design, "runs": len(naive),
                  "wrg": statistics.fmean(m["wrg"] for m in metrics) if metrics else math.nan}
@@ -284,7 +285,7 @@ def design_profile(entries: list[dict], design: str, test_size: int | None = Non
     out["fits_mistakes"] = max(0.0, 100 * (1 - out["misfit"] / out["teacher_id_error"])) if misfit and errors else math.nan
     # The ceiling (--ceiling) above the teacher in distribution, with a t-interval over its runs: PGR needs it > 0
     gaps = [r["acc"][r["source"]]["student"] - r["acc"][r["source"]]["teacher"]
-            for r in runs_of(entries, test_size) if r["run"] == "ceiling"]
+            for r in runs if r["run"] == "ceiling"]
     if len(gaps) > 1:
         from bench.core.sequential import t_quantile
 

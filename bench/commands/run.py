@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from bench.commands.args import typed
 from bench.commands.settings import cell_settings, run_settings
@@ -12,8 +11,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from bench.core.distributed import launched
     from bench.core.errors import BenchError
     from bench.core.report import cell_table, params_text
-    from bench.stages.executors import auto_jobs, make_executor
-    from bench.stages.pipeline import run
+    from bench.stages.executors import auto_jobs
+    from bench.stages.sweep import run_jobs
 
     settings = run_settings(args)
     if args.jobs is not None and args.jobs < 1:
@@ -21,20 +20,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.jobs and args.jobs > 1 and launched():
         raise BenchError(f"--jobs {args.jobs} under a launcher (accelerate launch, torchrun): the launch already runs "
                          "processes; drop --jobs, or run bench run without the launcher")
-    jobs = args.jobs or auto_jobs()
-    executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
-    if executor is not None and len(settings.cells) > 1:
-        from bench.stages.sweep import run_parallel
-
-        print(f"[run] {len(settings.cells)} cells, up to {jobs} at a time in worker processes with {executor.threads} "
-              "torch thread(s) each (--jobs 1: one after another in this process)", file=sys.stderr)
-        results = run_parallel(settings, executor)
-    else:
-        if executor is not None:   # one cell: here, with the threads a worker would have, so that its key is the same
-            import torch
-
-            torch.set_num_threads(executor.threads)
-        results = run(settings)
+    results = run_jobs(settings, args.jobs or auto_jobs())
     method = results[0].method
     print(f"\n{method.name} ({params_text(method.params) or 'no params'}) on {settings.protocol.name} "
           f"v{settings.protocol.version} with {settings.models.name}; "

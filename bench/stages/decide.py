@@ -69,20 +69,9 @@ def first_result(out: Path, slug: str):
 
 
 def run_seeds(settings, seeds: list[int], jobs: int) -> None:
-    from bench.stages.executors import make_executor
-    from bench.stages.pipeline import run
-    from bench.stages.sweep import run_parallel
+    from bench.stages.sweep import run_jobs
 
-    settings = settings.replace(seeds=tuple(seeds), sources=settings.protocol.datasets)
-    executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
-    if executor is not None and len(settings.cells) > 1:
-        run_parallel(settings, executor)
-    else:
-        if executor is not None:   # one cell: here, with a worker's threads, so that its key is bench run's (as there)
-            import torch
-
-            torch.set_num_threads(executor.threads)
-        run(settings)
+    run_jobs(settings.replace(seeds=tuple(seeds), sources=settings.protocol.datasets), jobs)
 
 
 def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: float = 1.0, batch: int = 1,

@@ -64,6 +64,25 @@ def one_cell_runs(settings: RunSettings) -> list[RunSettings]:
     return [settings.replace(sources=(source,), seeds=(seed,)) for seed, source in settings.cells]
 
 
+def run_jobs(settings: RunSettings, jobs: int) -> list:
+    """``settings``' cells, ``jobs`` at a time in worker processes (each with cores/jobs torch threads), or with
+    one job here. One cell runs here too, with the threads a worker would have: the thread count is part of a
+    cell's and a teacher's key, so it must not change with how many cells a run holds."""
+    from bench.stages.executors import make_executor
+    from bench.stages.pipeline import run
+
+    executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
+    if executor is not None and len(settings.cells) > 1:
+        print(f"[run] {len(settings.cells)} cells, up to {jobs} at a time in worker processes with {executor.threads} "
+              "torch thread(s) each (--jobs 1: one after another in this process)", file=sys.stderr)
+        return run_parallel(settings, executor)
+    if executor is not None:
+        import torch
+
+        torch.set_num_threads(executor.threads)
+    return run(settings)
+
+
 def run_parallel(settings: RunSettings, runner: Executor) -> list:
     """``bench run`` with its cells in worker processes. What ``bench run`` checks before any work is
     checked here first, once (bench.stages.pipeline.checked_method, check_before_work); each cell trains its own
