@@ -79,6 +79,17 @@ def test_a_difference_is_decided_over_runs_and_each_row_says_what_it_rests_on(bo
     assert shared.loc["anchor_lam=0.5_layers=last", "runs"] == 6 and shared.loc["ceiling", "runs"] == 4
 
 
+def test_report_prints_the_runs_a_decision_rests_on_as_integers(seq_runs, capsys):
+    """bench report's decision table: "6", not "+6.00" (its float format is for the signed metrics)."""
+    from bench.cli import main
+
+    assert main(["report", "--out", str(seq_runs.submissions)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["method"] and "runs" in line.split())
+    grown = next(line for line in lines[header:] if line.split()[:1] == ["anchor_lam=0.5_layers=last"])
+    assert grown.split()[-1] == "6" and "+6.00" not in grown
+
+
 def test_the_default_columns_follow_the_groups_seeding(board, seq_runs, runs):
     """The per-source group shows the interval over runs and what it rests on instead of a blank t-interval over
     seeds; the v1 group keeps its columns (its rows rest on its seeds); the cells are the one number format."""

@@ -110,8 +110,9 @@ def decision_table(board: Board, baseline: str = BASELINE, category: str | None 
                 row["runs"] = decision.runs
         rows.append(row)
     table = pd.DataFrame(rows).sort_values(name, ascending=False, kind="stable").reset_index(drop=True)
-    if "rank" in table:   # an integer, though the unranked ceiling leaves a gap
-        table["rank"] = table["rank"].astype("Int64")
+    for column in ("rank", "runs"):   # integers, though the unranked ceiling and the baseline leave gaps
+        if column in table:
+            table[column] = table[column].astype("Int64")
     return table.astype(object).where(table.notna(), "")   # the baseline has no Δ against itself
 
 
