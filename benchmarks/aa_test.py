@@ -11,6 +11,8 @@ for every (seed, source) cell, R + 1 runs that differ by run-to-run noise alone.
 Comparisons drawn from one pool share runs, so they are not independent: the false-positive rate's
 Monte Carlo error is shown two ways, the binomial one over the comparisons (too small) and one from
 resampling the pool's seeds (the draws repeated on bootstrap copies of the pool's seeds).
+With --control each run's difference is corrected by the cell's other replicates (their mean minus B: the
+control bench compare takes from the baseline's replicates, bench.core.runs.stratified); it needs 3 replicates.
 With --sequential the comparison instead grows seed by seed from the plan's first look and stops at
 the first look that decides (what bench compare --until-decided does): the rate that matters for it.
 
@@ -52,16 +54,25 @@ def pool(folder: Path, method: str) -> tuple[dict, tuple[int, int] | None]:
     return dict(runs), looks
 
 
-def one_comparison(runs: dict, seeds: list[int], sources: list[str], rng, k: int, looks, sequential: bool) -> bool:
+def one_comparison(runs: dict, seeds: list[int], sources: list[str], rng, k: int, looks, sequential: bool,
+                   control: bool = False) -> bool:
+    """One A/A comparison drawn from the pool: True if the rule decides it. ``control``: the cell's other replicates'
+    mean minus B is each run's control (bench.core.runs.stratified), as B's replicates are in bench compare."""
     chosen = list(rng.choice(seeds, size=k if not sequential else looks[1], replace=False))
-    diffs = {s: [] for s in sources}
+    diffs: dict[str, list[float]] = {s: [] for s in sources}
+    controls: dict[str, list[float]] = {s: [] for s in sources}
     for seed in chosen:
         for s in sources:
-            a, b = rng.choice(len(runs[seed, s]), size=2, replace=False)
-            diffs[s].append(runs[seed, s][a] - runs[seed, s][b])
+            order = rng.permutation(len(runs[seed, s]))
+            a, b, rest = runs[seed, s][order[0]], runs[seed, s][order[1]], [runs[seed, s][i] for i in order[2:]]
+            diffs[s].append(a - b)
+            controls[s].append(float(np.mean(rest)) - b if control else 0.0)
+    given = controls if control else None
     if not sequential:
-        return stratified(diffs, looks if looks else None)[-1]
-    return any(stratified({s: d[:n] for s, d in diffs.items()}, looks)[-1] for n in range(looks[0], looks[1] + 1))
+        return stratified(diffs, looks if looks else None, controls=given)[-1]
+    return any(stratified({s: d[:n] for s, d in diffs.items()}, looks,
+                          controls={s: c[:n] for s, c in controls.items()} if control else None)[-1]
+               for n in range(looks[0], looks[1] + 1))
 
 
 def main() -> None:
@@ -73,20 +84,24 @@ def main() -> None:
     p.add_argument("--fixed", action="store_true", help="the fixed-sample interval (one look at K seeds)")
     p.add_argument("--sequential", action="store_true", help="grow each comparison look by look, stop when decided")
     p.add_argument("--pool-resamples", type=int, default=50)
+    p.add_argument("--control", action="store_true",
+                   help="each run's control: the cell's other replicates (3+ per cell) minus B, as bench compare uses "
+                        "the baseline's replicates")
     args = p.parse_args()
     runs, looks = pool(args.folder, args.method)
     sources = sorted({s for _, s in runs})
-    seeds = sorted(seed for seed in {j for j, _ in runs} if all(len(runs.get((seed, s), ())) >= 2 for s in sources))
+    need = 3 if args.control else 2
+    seeds = sorted(seed for seed in {j for j, _ in runs} if all(len(runs.get((seed, s), ())) >= need for s in sources))
     k = args.seeds_per_comparison
     plan = None if args.fixed else (looks or (k, k))
     if args.sequential and (plan is None or len(seeds) < plan[1]):
         raise SystemExit(f"--sequential needs the protocol's looks and at least {plan and plan[1]} seeds in the pool")
     if len(seeds) < k:
-        raise SystemExit(f"the pool has {len(seeds)} whole seeds with 2+ replicates per cell; need {k}")
+        raise SystemExit(f"the pool has {len(seeds)} whole seeds with {need}+ replicates per cell; need {k}")
     rng = np.random.default_rng(DRAW_SEED)
 
     def rate(seed_pool: list[int]) -> float:
-        return float(np.mean([one_comparison(runs, seed_pool, sources, rng, k, plan, args.sequential)
+        return float(np.mean([one_comparison(runs, seed_pool, sources, rng, k, plan, args.sequential, args.control)
                               for _ in range(args.comparisons)]))
 
     fpr = rate(seeds)
@@ -95,7 +110,8 @@ def main() -> None:
     replicates = sorted({len(v) for v in runs.values()})
     print(f"A/A on {args.method}: {len(seeds)} seeds x {len(sources)} sources in the pool, replicates per cell "
           f"{replicates}; {args.comparisons} comparisons of {k if not args.sequential else f'up to {plan[1]}'} seeds "
-          f"({'sequential, stopped when decided' if args.sequential else 'fixed sample' if args.fixed else f'look at {k} seeds of plan {plan}'})")
+          f"({'sequential, stopped when decided' if args.sequential else 'fixed sample' if args.fixed else f'look at {k} seeds of plan {plan}'}"
+          f"{', the other replicates as control' if args.control else ''})")
     print(f"decided (false positives): {100 * fpr:.1f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.1f}"
           + (f"; SD over {len(resampled)} resampled pools {100 * float(np.std(resampled, ddof=1)):.1f})" if resampled else ")"))
 

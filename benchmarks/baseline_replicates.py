@@ -9,6 +9,11 @@ fixed-sample ±1 interval would need at each, (1.96 sd)²:
   - "paired":   M − naive                       (the harness's rule)
   - "all":      M − mean(naive, naive#1, ...)   (every naive run of the cell)
   - "others":   M − mean(naive#1, ...)          (the runs M shares no seed with)
+  - "control":  (M − naive) − β (mean(naive#1, ...) − naive), β fitted by least squares within sources:
+                the replicates' A/A difference has mean 0 by construction, so it is a control variate
+                (any fixed β leaves the estimate unbiased), and the fitted one removes the part of the
+                paired difference's noise that is naive's own run's. Never worse than "paired" but for
+                the fitted β's degree of freedom.
 Pairing helps a method whose runs move with naive's (its run covaries with naive's); averaging helps
 one whose runs do not. The A/A row, naive#1 − naive, is the noise of two independent runs.
 
@@ -55,6 +60,17 @@ def sd_of(diffs: dict[tuple[int, str], float]) -> tuple[float, int, int] | None:
     return sd, runs, n_seeds
 
 
+def controlled(d: dict[tuple[int, str], float], x: dict[tuple[int, str], float]) -> tuple[dict, float]:
+    """d − β x per cell, β the least-squares slope of d on x within sources (both centred on their source's mean)."""
+    sources = {s for _, s in d}
+    centre = {s: (np.mean([v for k, v in d.items() if k[1] == s]), np.mean([v for k, v in x.items() if k[1] == s]))
+              for s in sources}
+    sxy = sum((d[k] - centre[k[1]][0]) * (x[k] - centre[k[1]][1]) for k in d)
+    sxx = sum((x[k] - centre[k[1]][1]) ** 2 for k in d)
+    beta = sxy / sxx if sxx > 0 else 0.0
+    return {k: d[k] - beta * x[k] for k in d}, beta
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folders", type=Path, nargs="+")
@@ -68,7 +84,7 @@ def main() -> None:
     cells = [key for key in runs[BASELINE] if all(key in runs[r] for r in replicates)]
     print(f"baseline: {', '.join(naives)} on {len(cells)} cells; run SD of Δ {args.metric.upper()} (pooled within "
           "source) and the runs of the method a fixed-sample ±1 interval needs, (1.96 sd)²")
-    print(f"{'method':<46} {'runs':>5} {'seeds':>5}  {'paired':>13} {'all':>13} {'others':>13}")
+    print(f"{'method':<46} {'runs':>5} {'seeds':>5}  {'paired':>13} {'all':>13} {'others':>13} {'control':>13} {'β':>5}")
     aa = sd_of({key: runs[replicates[0]][key] - runs[BASELINE][key] for key in cells})
     if aa:
         print(f"{replicates[0] + ' − ' + BASELINE + ' (A/A)':<46} {aa[1]:>5} {aa[2]:>5}  {aa[0]:>6.2f} ({(1.96 * aa[0]) ** 2:>4.0f})")
@@ -80,8 +96,11 @@ def main() -> None:
             lambda k: float(np.mean([runs[r][k] for r in replicates])))]
         if found[0] is None:
             continue
+        adjusted, beta = controlled({k: runs[method][k] - runs[BASELINE][k] for k in keys},
+                                    {k: float(np.mean([runs[r][k] for r in replicates])) - runs[BASELINE][k] for k in keys})
+        found.append(sd_of(adjusted))
         columns = " ".join(f"{sd:>6.2f} ({(1.96 * sd) ** 2:>4.0f})" for sd, _, _ in found)
-        print(f"{method:<46} {found[0][1]:>5} {found[0][2]:>5}  {columns}")
+        print(f"{method:<46} {found[0][1]:>5} {found[0][2]:>5}  {columns} {beta:>+5.2f}")
 
 
 if __name__ == "__main__":

@@ -9,13 +9,15 @@ scaled to the same SD) under plans with the same looks:
     seeds whose last look would give +-1 point at the run SD measured so far, and alpha is spent by
     seeds / that end. Its end depends on the SD alone, never on the mean difference;
   - "sd80": the same, from the SD's 80% upper confidence bound (chi-square, the look's df), so that an SD
-    underestimated at a few seeds cuts the plan less.
+    underestimated at a few seeds cuts the plan less;
+  - with --sparse S1 S2 ..., "sparse": looks at those seed counts only (the last the most), alpha spent by
+    seeds / the last, the same O'Brien-Fleming-type function (bench.core.sequential.z_boundaries).
 For each true difference it prints the share of comparisons decided (at 0: the false-positive rate, to be
 at most 5% within its Monte Carlo error), how many stopped at +-1, the mean seeds at the stop, and the mean
 CPU-hours of one method's runs at --run-cost CPU-seconds per run (naive's runs are shared, so not counted).
 
     python benchmarks/sequential_designs.py [--source-sds 5.7 7.1 4.7 1.0 2.4 2.1] [--looks 3 20]
-        [--deltas 0 1 2 5] [--comparisons 2000] [--run-cost 120] [--heavy]
+        [--deltas 0 1 2 5] [--comparisons 2000] [--run-cost 120] [--heavy] [--sparse 3 5 8 12 16 20]
 
 The default source SDs are the run SDs of reliability-filter's paired Δ NTS against naive over seven seeds,
 by source (docs/statistics.md, "Where the noise is: sources"): a pooled run SD of 4.4.
@@ -51,15 +53,21 @@ def end(looks: tuple[int, int], sources: int, seeds: int, df: int, sd: float) ->
     return last
 
 
-def grow(draws: np.ndarray, looks: tuple[int, int], tail: float | None) -> tuple[bool, bool, int]:
-    """One comparison grown seed by seed over ``draws`` (seeds x sources): (decided, stopped at +-1, seeds)."""
+def grow(draws: np.ndarray, looks: tuple[int, int], tail: float | None,
+         sparse: tuple[int, ...] | None = None) -> tuple[bool, bool, int]:
+    """One comparison grown seed by seed over ``draws`` (seeds x sources): (decided, stopped at +-1, seeds).
+    ``sparse``: looked at only at those seed counts (``looks`` and ``tail`` unused)."""
     from scipy.stats import chi2
 
-    first, last = looks
-    for seeds in range(first, last + 1):
+    first, last = (sparse[0], sparse[-1]) if sparse else looks
+    for seeds in sparse or range(first, last + 1):
         diffs = {str(s): draws[:seeds, s] for s in range(draws.shape[1])}
-        estimate, low, high, _, _, sources, df, sd, *_ = stratified(diffs, looks)
-        if tail is not None:   # the same interval under the plan cut where +-1 is in reach
+        estimate, low, high, runs, _, sources, df, sd, *_ = stratified(diffs, looks)
+        if sparse:
+            z = z_boundaries(tuple(k * sources for k in sparse))[sparse.index(seeds)]
+            half = t_boundary(z, df) * sd / math.sqrt(runs)
+            low, high = estimate - half, estimate + half
+        elif tail is not None:   # the same interval under the plan cut where +-1 is in reach
             cut = end(looks, sources, seeds, df, sd * math.sqrt(df / chi2.ppf(tail, df)))
             estimate, low, high, *_ = stratified(diffs, (first, cut))
         decided = bool(low > 0 or high < 0)
@@ -76,7 +84,11 @@ def main() -> None:
     p.add_argument("--comparisons", type=int, default=2000)
     p.add_argument("--run-cost", type=float, default=120.0, help="CPU-seconds of one run")
     p.add_argument("--heavy", action="store_true", help="t-distributed differences (3 df) instead of normal")
+    p.add_argument("--sparse", type=int, nargs="+", help="also a plan that looks at these seed counts only")
     args = p.parse_args()
+    plans = {name: (tail, None) for name, tail in PLANS.items()}
+    if args.sparse:
+        plans["sparse"] = (None, tuple(args.sparse))
     sds, looks = np.asarray(args.source_sds), tuple(args.looks)
     print(f"{len(sds)} sources, run SDs {' '.join(f'{s:g}' for s in sds)} (pooled {math.sqrt(np.mean(sds ** 2)):.2f}); "
           f"looks at {looks[0]}..{looks[1]} seeds; {args.comparisons} comparisons per row, "
@@ -84,11 +96,11 @@ def main() -> None:
     print(f"{'true Δ':>7} {'plan':>6} {'decided':>16} {'at ±1':>7} {'seeds':>6} {'CPU-h':>6}")
     for delta in args.deltas:
         rng = np.random.default_rng([DRAW_SEED, int(round(delta * 1000))])
-        shape = (args.comparisons, looks[1], len(sds))
+        shape = (args.comparisons, max(looks[1], *(args.sparse or [0])), len(sds))
         noise = rng.standard_t(3, shape) / math.sqrt(3) if args.heavy else rng.standard_normal(shape)
         draws = delta + noise * sds
-        for name, tail in PLANS.items():   # the same draws for every plan: their difference is the plan's
-            out = np.array([grow(d, looks, tail) for d in draws])
+        for name, (tail, sparse) in plans.items():   # the same draws for every plan: their difference is the plan's
+            out = np.array([grow(d, looks, tail, sparse) for d in draws])
             rate = out[:, 0].mean()
             mc = math.sqrt(max(rate * (1 - rate), 1e-9) / len(out))
             seeds = out[:, 2].mean()

@@ -53,8 +53,9 @@ def test_a_replicate_trains_a_new_student_on_the_same_teacher(tmp_path, small_pr
 
 
 def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_protocol, registered_small):
-    """bench compare --until-decided on a protocol seeded per source: runs whole seeds of both methods until
-    it stops, says why, and resumes (a second call runs nothing more)."""
+    """bench compare --until-decided on a protocol seeded per source: runs whole seeds of both methods, and of the
+    baseline's replicate (each run's control), until it stops, says why, and resumes (a second call runs nothing
+    more)."""
     from bench.cli import main
     from bench.core.protocols import PROTOCOLS
 
@@ -65,14 +66,17 @@ def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_p
     out = tmp_path / "out"
     for method, params in (("naive", {}), ("length", {})):
         pipeline.run(RunSettings(protocol, models, method, params, protocol.datasets, [0, 1], out, tmp_path / "cache"))
+    pipeline.run(RunSettings(protocol, models, "naive", {}, protocol.datasets, [0, 1], out, tmp_path / "cache",
+                             replicate=1))
     # the protocol x pair folder bench run wrote (the root works too: tests/test_bon_cell.py): new seeds go beside
     args = ["compare", "length", "naive", "--out", str(out / protocol.name / models.name), "--until-decided",
             "--precision", "0", "--cache-dir", str(tmp_path / "cache")]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "2 seeds" in printed and "stopped:" in printed
+    assert "2 seeds" in printed and "stopped:" in printed and "naive#1 run too" in printed
+    assert "1 control replicate)" in printed   # the replicate corrected each run's difference
     looked = 2 if "stopped: decided" in printed.split("3 seeds")[0] else 3
-    for slug in ("naive", "length"):
+    for slug in ("naive", "length", "naive#1"):
         seeds = {p.name for p in (out / protocol.name / models.name / slug).iterdir()}
         assert seeds == {f"seed{s}" for s in range(looked)}
     assert not (out / protocol.name / models.name / protocol.name).exists()

@@ -127,8 +127,9 @@ def decision_rule(independent: bool) -> str:
     in words."""
     if independent:
         return ("decided when its 95% interval over independent runs, stratified by source, excludes 0 (with the "
-                "protocol's sequential boundary, valid however many seeds were added until it decided; "
-                "docs/statistics.md)")
+                "protocol's sequential boundary, valid however many seeds were added until it decided; where the "
+                "baseline's replicates ran too, each run's difference is corrected by their A/A difference, a "
+                "control variate; docs/statistics.md)")
     return "decided when its t-interval over the seeds excludes 0 (docs/statistics.md)"
 
 
@@ -140,16 +141,23 @@ class Decision:
     estimate: float      # the difference the interval is about
     seeds: int           # the seeds it rests on (on independent runs: the whole seeds both sides hold)
     runs: int = 0        # the independent runs it rests on; 0 where it is decided over seeds
+    controls: int = 0    # the baseline's replicates whose A/A difference corrected each run's (bench.core.runs)
 
     @property
     def basis(self) -> str:
-        """What the interval rests on: "18 runs" or "3 seeds"."""
-        return f"{self.runs} runs" if self.runs else plural(self.seeds, "seed")
+        """What the interval rests on: "18 runs", "18 runs, 2 control replicates" or "3 seeds"."""
+        return f"{self.runs} runs{self._controlled}" if self.runs else plural(self.seeds, "seed")
 
     @property
     def rests_on(self) -> str:
-        """The runs with the seeds they span, "18 runs (3 seeds)", or the seeds alone, "3 seeds"."""
-        return f"{self.runs} runs ({plural(self.seeds, 'seed')})" if self.runs else plural(self.seeds, "seed")
+        """The runs with the seeds they span, "18 runs (3 seeds)" (and ", 2 control replicates" where the
+        baseline's replicates corrected them), or the seeds alone, "3 seeds"."""
+        return f"{self.runs} runs ({plural(self.seeds, 'seed')}){self._controlled}" if self.runs \
+            else plural(self.seeds, "seed")
+
+    @property
+    def _controlled(self) -> str:
+        return f", {plural(self.controls, 'control replicate')}" if self.controls else ""
 
 
 def plural(n: int, noun: str) -> str:
@@ -166,7 +174,7 @@ def deciding_interval(board: Board, a: str, b: str, metric: str, category: str |
             runs = board.runs_delta(a, b, metric, category, source)
         except ValueError:   # fewer than two whole seeds
             return Decision(math.nan, math.nan, False, delta.estimate, len(board.seeds))
-        return Decision(runs.low, runs.high, runs.decided, runs.estimate, runs.seeds, runs.runs)
+        return Decision(runs.low, runs.high, runs.decided, runs.estimate, runs.seeds, runs.runs, runs.controls)
     decided = not math.isnan(delta.t_low) and (delta.t_low > 0 or delta.t_high < 0)
     return Decision(delta.t_low, delta.t_high, decided, delta.estimate, len(board.seeds))
 
@@ -294,10 +302,13 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metri
                          f"{roots[0] / '/'.join(next(iter(groups)))}")
     cells = next(iter(groups.values()))
     slugs = [resolve(cells, n) for n in names or []]
-    if slugs:
+    controls: list[Cell] = []
+    if slugs:   # the last named method's replicates correct each run's difference against it (runs_delta)
+        controls = [c for c in cells if c.method not in slugs and c.method.startswith(f"{slugs[-1]}#")
+                    and c.method[len(slugs[-1]) + 1:].isdigit()]
         cells = [c for c in cells if c.method in slugs]
     try:
-        return Board(view(cells, metric)), slugs
+        return Board(view(cells, metric), controls=view(controls, metric) if controls else ()), slugs
     except ValueError as error:
         raise BenchError(f"cannot compare the methods under {named(roots)}: {error}") from None
 

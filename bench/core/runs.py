@@ -28,7 +28,9 @@ class RunsDelta:
     seeds - 1 (one source's noise dominates) and runs - sources (all alike).
     Interval: estimate +- boundary x SE, the boundary being the protocol's sequential plan's at this many
     seeds (bench.core.sequential: a repeated confidence interval, valid at whichever look one stops), or the
-    t quantile (0.975, df) with one look. Decided when the interval excludes 0."""
+    t quantile (0.975, df) with one look. Decided when the interval excludes 0.
+    With B's replicates (B#1, ...: ``controls``) in every cell, each d is first corrected by the replicates'
+    A/A difference, a control variate (``stratified``): B's own run noise leaves the difference, its mean stays."""
 
     metric: str
     estimate: float
@@ -41,7 +43,8 @@ class RunsDelta:
     sd: float
     boundary: float
     decided: bool
-    per_run: tuple[float, ...]
+    per_run: tuple[float, ...]           # the runs' differences d, before any control's correction
+    controls: int = 0                    # B's replicates whose A/A difference corrected each d (0: none)
 
 
 def cell_value(cell: Cell, metric: str) -> float:
@@ -55,8 +58,10 @@ def cell_value(cell: Cell, metric: str) -> float:
 
 
 def runs_delta(a: Sequence[Cell], b: Sequence[Cell], metric: str = "nts", looks: tuple[int, int] | None = None,
-               level: float = LEVEL) -> RunsDelta:
-    """``RunsDelta`` of A's cells against B's, on the seeds both sides hold for every source of either."""
+               level: float = LEVEL, controls: Sequence[Sequence[Cell]] = ()) -> RunsDelta:
+    """``RunsDelta`` of A's cells against B's, on the seeds both sides hold for every source of either.
+    ``controls``: the cells of B's replicates (B#1, B#2, ...), each replicate's list apart; those that ran every
+    cell of those seeds correct the differences (``stratified``), the others are not used."""
 
     by_a, by_b = {(c.seed, c.source): c for c in a}, {(c.seed, c.source): c for c in b}
     sources = sorted({c.source for c in (*a, *b)})
@@ -65,31 +70,80 @@ def runs_delta(a: Sequence[Cell], b: Sequence[Cell], metric: str = "nts", looks:
     if len(seeds) < 2:
         raise ValueError(f"a paired comparison over runs needs two whole seeds (every source on both sides); "
                          f"these have {len(seeds)}")
+    replicates = [r for r in ({(c.seed, c.source): c for c in cells} for cells in controls)
+                  if all((j, s) in r for j in seeds for s in sources)]
     for j in seeds:
         for s in sources:
-            for ea, eb in zip(by_a[j, s].eval_sets, by_b[j, s].eval_sets):
-                if ea.name != eb.name or ea.pair_ids != eb.pair_ids or not np.array_equal(ea.teacher, eb.teacher):
-                    raise ValueError(f"seed {j} {s}: {by_a[j, s].method} and {by_b[j, s].method} were not scored on "
-                                     f"the same test pairs by the same teacher ({ea.name}): their runs are not paired")
+            for other in (by_a[j, s], *(r[j, s] for r in replicates)):
+                for ea, eb in zip(other.eval_sets, by_b[j, s].eval_sets):
+                    if ea.name != eb.name or ea.pair_ids != eb.pair_ids or not np.array_equal(ea.teacher, eb.teacher):
+                        raise ValueError(f"seed {j} {s}: {other.method} and {by_b[j, s].method} were not scored on "
+                                         f"the same test pairs by the same teacher ({ea.name}): their runs are not paired")
     diffs = {s: [cell_value(by_a[j, s], metric) - cell_value(by_b[j, s], metric) for j in seeds] for s in sources}
-    return RunsDelta(metric, *stratified(diffs, looks, level),
-                     tuple(diffs[s][j] for j in range(len(seeds)) for s in sources))
+    control = {s: [float(np.mean([cell_value(r[j, s], metric) for r in replicates])) - cell_value(by_b[j, s], metric)
+                   for j in seeds] for s in sources} if replicates else None
+    used = control is not None and control_leverage(control) is not None
+    return RunsDelta(metric, *stratified(diffs, looks, level, control),
+                     tuple(diffs[s][j] for j in range(len(seeds)) for s in sources), len(replicates) if used else 0)
 
 
-def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | None = None, level: float = LEVEL
+def control_slope(diffs: Mapping[str, Sequence[float]], controls: Mapping[str, Sequence[float]]) -> float:
+    """The least-squares slope of the differences on the controls, both centred on their source's mean (one slope
+    for every source: the control's part of the difference is naive's own run noise, alike in every source)."""
+    d = {s: np.asarray(v, dtype=np.float64) for s, v in diffs.items()}
+    x = {s: np.asarray(controls[s], dtype=np.float64) for s in diffs}
+    sxx = sum(float(np.sum((x[s] - x[s].mean()) ** 2)) for s in d)
+    sxy = sum(float(np.sum((x[s] - x[s].mean()) * (d[s] - d[s].mean()))) for s in d)
+    return sxy / sxx if sxx > 0 else 0.0
+
+
+def control_leverage(controls: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, float] | None:
+    """Each source's share of Sxx (the controls' within-source sum of squares) and Sxx, or None where the
+    controls cannot be used: they do not vary within sources, or fitting their slope would leave fewer than two
+    degrees of freedom in all or almost none in a source (whole seeds: every list of one length)."""
+    x = [np.asarray(v, dtype=np.float64) for v in controls.values()]
+    seeds, sources = len(x[0]), len(x)
+    sxx = sum(float(np.sum((v - v.mean()) ** 2)) for v in x)
+    if seeds * sources - sources < 2 or sxx <= 0:
+        return None
+    leverage = np.array([float(np.sum((v - v.mean()) ** 2)) / sxx for v in x])
+    return (leverage, sxx) if np.all(seeds - 1 - leverage > 0.05) else None
+
+
+def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | None = None, level: float = LEVEL,
+               controls: Mapping[str, Sequence[float]] | None = None
                ) -> tuple[float, float, float, int, int, int, int, float, float, bool]:
     """RunsDelta's numbers from per-source lists of per-run differences, each list in seed order and of one
-    length (whole seeds, at least 2): estimate, low, high, runs, seeds, sources, df, sd, boundary, decided."""
+    length (whole seeds, at least 2): estimate, low, high, runs, seeds, sources, df, sd, boundary, decided.
+
+    ``controls``: per run, a difference whose mean is 0 by construction and whose noise the run's difference
+    shares (the baseline's replicates' mean minus the baseline's run: an A/A difference). Each difference d then
+    becomes d − β x, β = ``control_slope``: unbiased for any β, and with the fitted one the baseline run's own
+    noise leaves the difference (a control variate; a regression estimator with the control's mean known). What
+    fitting β costs is counted: its one degree of freedom comes off each source's in proportion to the source's
+    share of Sxx (its leverage), and β's own variance, sum_s v_s leverage_s / Sxx, enters the SE times the mean
+    control's square. Without controls, or with fewer than two degrees of freedom left, the plain interval."""
     seeds, sources = len(next(iter(diffs.values()))), len(diffs)
     n = seeds * sources
-    variances = np.array([np.var(d, ddof=1) for d in diffs.values()])   # sources differ in noise, several-fold
+    d = {s: np.asarray(v, dtype=np.float64) for s, v in diffs.items()}
+    dof = np.full(sources, seeds - 1.0)   # each source's variance's degrees of freedom
+    leverage, sxx, x_mean = np.zeros(sources), 0.0, 0.0
+    fit = control_leverage({s: controls[s] for s in d}) if controls is not None else None
+    if fit is not None:
+        x = {s: np.asarray(controls[s], dtype=np.float64) for s in d}
+        leverage, sxx = fit
+        beta = control_slope(d, x)
+        d = {s: d[s] - beta * x[s] for s in d}
+        dof, x_mean = dof - leverage, float(np.mean([v.mean() for v in x.values()]))
+    variances = np.array([float(np.sum((v - v.mean()) ** 2)) for v in d.values()]) / dof   # sources differ in noise
     sd = float(math.sqrt(variances.mean()))
-    estimate = float(np.mean([np.mean(d) for d in diffs.values()]))
-    se = sd / math.sqrt(n)
+    estimate = float(np.mean([np.mean(v) for v in d.values()]))
+    beta_var = x_mean ** 2 * float(variances @ leverage) / sxx if sxx > 0 else 0.0
+    se = math.sqrt(sd ** 2 / n + beta_var)
     # Welch-Satterthwaite: the t's degrees of freedom when each source's variance is estimated apart
     share = variances / seeds
-    df = int(math.floor(share.sum() ** 2 / np.sum(share ** 2 / (seeds - 1)))) if share.sum() > 0 else n - sources
+    df = int(math.floor(share.sum() ** 2 / np.sum(share ** 2 / dof))) if share.sum() > 0 else n - sources
     first, last = looks or (seeds, seeds)
-    boundary = SequentialPlan(first, max(first, last), 1 - level).boundary(seeds, sources, df)
+    boundary = SequentialPlan(first, max(first, last), 1 - level).boundary(seeds, sources, max(1, df))
     low, high = estimate - boundary * se, estimate + boundary * se
-    return estimate, low, high, n, seeds, sources, df, sd, boundary, bool(low > 0 or high < 0)
+    return estimate, low, high, n, seeds, sources, max(1, df), sd, boundary, bool(low > 0 or high < 0)

@@ -152,12 +152,16 @@ class Board:
     every method holds, and ``runs_delta`` every seed both sides of a comparison hold."""
 
     def __init__(self, cells: Sequence[Cell], resamples: Resamples | None = None, *, n_boot: int = N_BOOT,
-                 seed: int = BOOTSTRAP_SEED, resample: str = "both", nested: bool = False):
+                 seed: int = BOOTSTRAP_SEED, resample: str = "both", nested: bool = False,
+                 controls: Sequence[Cell] = ()):
         if not cells:
             raise ValueError("no cells")
         self._every: dict[str, list[Cell]] = defaultdict(list)   # method -> all its cells, every seed
         for c in cells:
             self._every[c.method].append(c)
+        self._controls: dict[str, list[Cell]] = defaultdict(list)   # replicates that only correct runs_delta's
+        for c in controls:                                           # differences: no rows, no say in the seeds held
+            self._controls[c.method].append(c)
         if all(c.independent for c in cells):
             common = set.intersection(*({c.seed for c in own} for own in self._every.values()))
             cells = [c for c in cells if c.seed in common]
@@ -310,14 +314,23 @@ class Board:
 
     def runs_delta(self, a: str, b: str, metric: str = "nts", category: str | None = None,
                    source: str | None = None) -> RunsDelta:
-        """A - B over the independent runs of the scope (``runs_delta`` of bench.core.stats), with the protocol's looks."""
+        """A - B over the independent runs of the scope (bench.core.runs.runs_delta), with the protocol's looks and,
+        where the board holds them, B's replicates (``B#1``, ... other than A) as the control of each run."""
         self._scope(category, source)   # refuses an empty scope
 
         def wanted(c: Cell) -> bool:
             return (category is None or c.category == category) and \
                 (source is None or c.source == source or c.source.split("/", 1)[-1] == source)
         cells_a, cells_b = ([c for c in self._every[self.methods[self._index(m)]] if wanted(c)] for m in (a, b))
-        return runs_delta(cells_a, cells_b, metric, self._cells[0][0].looks)
+        controls = [[c for c in self._every.get(m) or self._controls[m] if wanted(c)]
+                    for m in self.replicates_of(b) if m != a]
+        return runs_delta(cells_a, cells_b, metric, self._cells[0][0].looks, controls=controls)
+
+    def replicates_of(self, method: str) -> list[str]:
+        """``method``'s replicates (``METHOD#1``, ``METHOD#2``, ...: bench run --replicate) among the board's rows and
+        its controls, in order."""
+        found = {m for m in (*self.methods, *self._controls) if m.startswith(f"{method}#") and m[len(method) + 1:].isdigit()}
+        return sorted(found, key=lambda m: int(m[len(method) + 1:]))
 
     def ranks(self, methods: Sequence[str] | None = None, category: str | None = None,
               source: str | None = None) -> list[RankInterval]:

@@ -7,7 +7,8 @@ On a protocol whose runs are independent (ProtocolSpec.seeding "per-source") wit
      source, with the plan's boundary at this many seeds, so stopping as soon as it decides keeps its 95%);
   2. stops when that interval excludes 0 (decided), when its half-width is at most ``precision`` points,
      when the plan's last look is reached, or when this command has spent ``budget`` CPU-hours;
-  3. else runs the next ``batch`` seeds of both methods on every source (bench.stages.pipeline: a finished cell
+  3. else runs the next ``batch`` seeds of both methods on every source, and of B's replicates where the folder
+     holds them (B#1, ...: each run's control, bench.core.runs) (bench.stages.pipeline: a finished cell
      is skipped, so a stopped command resumes where it was, and cells another comparison ran are reused).
 It prints every look and what it spent (CPU-seconds of this process and its workers).
 """
@@ -76,7 +77,7 @@ def run_seeds(settings, seeds: list[int], jobs: int) -> None:
 
 def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: float = 1.0, batch: int = 1,
                   jobs: int = 1, cache_dir: Path | None = None, metric: str = "nts") -> int:
-    from bench.core.compare import LABELS, board_for, interval_text
+    from bench.core.compare import LABELS, board_for, interval_text, plural
 
     if not isinstance(out, (str, Path)):
         raise BenchError("--until-decided writes the seeds it adds into one results folder: give one --out (copy "
@@ -85,7 +86,9 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
     if not board.independent:
         raise BenchError(f"{a} and {b} are on a protocol whose sources share their seeds (v1): its runs are not "
                          "independent, so it has no sequential plan. Compare on a protocol seeded per source (mini v2)")
-    results = [first_result(out, slug) for slug in (slug_a, slug_b)]
+    # B's replicates (bench run --replicate) correct each run's difference (bench.core.runs); they grow with it
+    controls = [r for r in board.replicates_of(slug_b) if r != slug_a]
+    results = [first_result(out, slug) for slug in (slug_a, slug_b, *controls)]
     protocol, models = results[0].protocol.name, results[0].models["name"]
     if results[0].protocol.looks is None:
         raise BenchError(f"protocol {protocol} has no sequential plan (ProtocolSpec.looks): it decides at its seeds alone")
@@ -94,14 +97,15 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
     spent, start = 0.0, cpu_seconds()
     print(f"{slug_a} − {slug_b} on {protocol}/{models}: {LABELS[metric]['nts']} over independent runs, "
           f"looks at {first}..{last} seeds; stop when decided, at ±{precision:g} points, at {last} seeds or after "
-          f"{budget_hours:g} CPU-hours")
+          f"{budget_hours:g} CPU-hours" + (f"; {', '.join(controls)} run too, the control of each run" if controls else ""))
     while True:
         board, _ = board_for(out, [slug_a, slug_b], metric)
         delta = board.runs_delta(slug_a, slug_b)
         half = (delta.high - delta.low) / 2
         spent = cpu_seconds() - start
         print(f"  {delta.seeds} seeds, {delta.runs} runs: {delta.estimate:+.2f} {interval_text(delta.low, delta.high)} "
-              f"(boundary t {delta.boundary:.2f}, df {delta.df}, run SD {delta.sd:.2f}); "
+              f"(boundary t {delta.boundary:.2f}, df {delta.df}, run SD {delta.sd:.2f}"
+              f"{', ' + plural(delta.controls, 'control replicate') if delta.controls else ''}); "
               f"{spent / 3600:.2f} CPU-hours spent here", flush=True)
         reason = ("decided" if delta.decided else f"half-width {half:.2f} <= {precision:g}" if half <= precision
                   else f"the plan's last look ({last} seeds)" if delta.seeds >= last
@@ -114,7 +118,7 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
                   f"{spent:.0f} CPU-seconds spent by this command")
             return 0
         seeds = list(range(min(last, delta.seeds + batch)))
-        print(f"  running seeds {delta.seeds}..{seeds[-1]} of both ({len(sides)} methods x "
+        print(f"  running seeds {delta.seeds}..{seeds[-1]} of both ({len(sides)} runs per cell x "
               f"{len(sides[0].protocol.datasets)} sources)", file=sys.stderr, flush=True)
         for settings in sides:
             run_seeds(settings, seeds, jobs)

@@ -1,0 +1,71 @@
+"""The baseline's replicates as each run's control (bench.core.runs, bench.core.stats.Board.runs_delta,
+bench.core.compare): where they ran every cell of a comparison's seeds they correct it, they never decide which
+seeds a board holds, and the decision says it rests on them."""
+import numpy as np
+import pytest
+
+from bench.core.cells import cell_from_scores
+from bench.core.compare import deciding_interval
+from bench.core.runs import runs_delta
+from bench.core.stats import Board
+
+SOURCES = ("p/a", "p/b")
+PAIRS = 20
+
+
+def cell(method, seed, source, teacher, student, replicate=0):
+    """A per-source-seeded cell whose source's split and its one target are scored with these correctness lists."""
+    other = SOURCES[1 - SOURCES.index(source)]
+    result = {"method": {"name": method, "params": {}}, "seed": seed, "source": source, "category": "c",
+              "replicate": replicate, "protocol": {"name": "p", "version": "2", "seeding": "per-source"},
+              "eval_sets": {source: {"role": "id"}, other: {"role": "ood"}}}
+    rows = [{"eval_set": d, "pair_id": f"{d}/{i}", "teacher_chosen": float(t), "teacher_rejected": float(1 - t),
+             "student_chosen": float(s), "student_rejected": float(1 - s)}
+            for d in (source, other) for i, (t, s) in enumerate(zip(teacher[d], student[d]))]
+    return cell_from_scores(result, rows)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    """naive, two replicates and a method m at 4 seeds; replicate 2 misses seed 3. Each run is right on a random
+    share of pairs, so the cells' NTS differ run to run."""
+    rng = np.random.default_rng(3)
+    out = []
+    for seed in range(4):
+        for source in SOURCES:
+            teacher = {d: rng.integers(0, 2, PAIRS) for d in SOURCES}
+            for method, replicate in (("naive", 0), ("naive", 1), ("naive", 2), ("m", 0)):
+                if (replicate, seed) == (2, 3):
+                    continue
+                student = {d: (rng.random(PAIRS) < rng.uniform(0.4, 0.9)).astype(int) for d in SOURCES}
+                out.append(cell(method, seed, source, teacher, student, replicate))
+    return out
+
+
+def of(cells, method, seeds=range(4)):
+    return [c for c in cells if c.method == method and c.seed in seeds]
+
+
+def test_replicates_that_ran_every_cell_correct_the_difference(runs):
+    three = range(3)
+    plain = runs_delta(of(runs, "m", three), of(runs, "naive", three))
+    both = runs_delta(of(runs, "m", three), of(runs, "naive", three),
+                      controls=[of(runs, "naive#1", three), of(runs, "naive#2", three)])
+    assert plain.controls == 0 and both.controls == 2
+    assert both.per_run == plain.per_run and both.estimate != plain.estimate   # the same runs, corrected
+    # at 4 seeds replicate 2 misses seed 3, so only replicate 1 is used
+    assert runs_delta(of(runs, "m"), of(runs, "naive"), controls=[of(runs, "naive#1"), of(runs, "naive#2")]).controls == 1
+
+
+def test_a_board_uses_the_replicates_it_holds_or_is_given_and_keeps_its_seeds(runs):
+    """As rows (bench report on a results folder) or as controls only (bench compare A naive): the same
+    decision, which names them; given as controls they do not narrow the seeds the board holds."""
+    rows = Board([c for c in runs if c.seed < 3], n_boot=50)
+    given = Board(of(runs, "m") + of(runs, "naive"), n_boot=50, controls=of(runs, "naive#1") + of(runs, "naive#2"))
+    assert given.seeds == (0, 1, 2, 3) and given.methods == ("m", "naive")
+    assert given.replicates_of("naive") == ["naive#1", "naive#2"] and rows.replicates_of("naive") == ["naive#1", "naive#2"]
+    at_four = given.runs_delta("m", "naive")
+    assert at_four.seeds == 4 and at_four.controls == 1
+    decision = deciding_interval(rows, "m", "naive", "nts", None, None, rows.compare("m", "naive").deltas["nts"])
+    assert decision.controls == 2 and decision.rests_on == "6 runs (3 seeds), 2 control replicates"
+    assert rows.runs_delta("naive#1", "naive").controls == 1   # an A/A comparison: the other replicate is the control
