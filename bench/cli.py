@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--until-decided", action="store_true",
                          help="run more seeds of both methods, a batch at a time, until their NTS (--metric: or BoN "
                               "NTS) difference is decided or known to ±--precision points, or --budget is spent (a protocol seeded per "
-                              "source, whose sequential boundaries keep the 95%% however early it stops; resumable)")
+                              "source, whose sequential boundaries keep the 95%% however early it stops; resumable). The second "
+                              "method's replicates in the folder (B#1, ...: bench run --replicate) run too, each run's control")
     compare.add_argument("--budget", type=float, default=2.0, metavar="CPU_HOURS",
                          help="with --until-decided: CPU-hours this command may spend (default 2)")
     compare.add_argument("--precision", type=float, default=1.0, metavar="POINTS",
