@@ -9,7 +9,8 @@ fixed-sample ±1 interval would need at each, (1.96 sd)²:
   - "paired":   M − naive                       (the harness's rule)
   - "all":      M − mean(naive, naive#1, ...)   (every naive run of the cell)
   - "others":   M − mean(naive#1, ...)          (the runs M shares no seed with)
-  - "control":  (M − naive) − β (mean(naive#1, ...) − naive), β fitted by least squares within sources:
+  - "control":  (M − naive) − β (mean(naive#1, ...) − naive), β fitted by least squares within sources
+                (bench.core.runs.stratified's controls, as bench compare applies them from CONTROL_FROM seeds):
                 the replicates' A/A difference has mean 0 by construction, so it is a control variate
                 (any fixed β leaves the estimate unbiased), and the fitted one removes the part of the
                 paired difference's noise that is naive's own run's. Never worse than "paired" but for
@@ -17,7 +18,7 @@ fixed-sample ±1 interval would need at each, (1.96 sd)²:
 Pairing helps a method whose runs move with naive's (its run covaries with naive's); averaging helps
 one whose runs do not. The A/A row, naive#1 − naive, is the noise of two independent runs.
 
-    python benchmarks/baseline_replicates.py FOLDER [FOLDER ...] [--metric nts]
+    python benchmarks/baseline_replicates.py FOLDER [FOLDER ...] [--metric nts] [--control-from SEEDS]
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import bench.core.runs as runs_module  # noqa: E402
 from bench.core.cells import load_cells  # noqa: E402
 from bench.core.runs import cell_value, stratified  # noqa: E402
 
@@ -50,13 +52,17 @@ def values(folders: list[Path], metric: str) -> dict[str, dict[tuple[int, str], 
     return dict(found)
 
 
-def sd_of(diffs: dict[tuple[int, str], float]) -> tuple[float, int, int] | None:
-    """(pooled within-source run SD, runs, whole seeds) of per-cell differences, on whole seeds only."""
+def sd_of(diffs: dict[tuple[int, str], float], controls: dict[tuple[int, str], float] | None = None
+          ) -> tuple[float, int, int] | None:
+    """(run SD as bench.core.runs.stratified reports it, runs, whole seeds) of per-cell differences, on whole seeds
+    only; with ``controls``, corrected by them as the harness does (from CONTROL_FROM seeds, the slope paid for)."""
     sources = sorted({s for _, s in diffs})
     seeds = sorted(j for j in {j for j, _ in diffs} if all((j, s) in diffs for s in sources))
     if len(seeds) < 2:
         return None
-    _, _, _, runs, n_seeds, _, _, sd, _, _ = stratified({s: [diffs[j, s] for j in seeds] for s in sources})
+    given = {s: [controls[j, s] for j in seeds] for s in sources} if controls else None
+    _, _, _, runs, n_seeds, _, _, sd, _, _ = stratified({s: [diffs[j, s] for j in seeds] for s in sources},
+                                                        controls=given)
     return sd, runs, n_seeds
 
 
@@ -75,7 +81,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folders", type=Path, nargs="+")
     p.add_argument("--metric", default="nts", choices=["nts", "aog", "wrg"])
+    p.add_argument("--control-from", type=int, default=runs_module.CONTROL_FROM, metavar="SEEDS",
+                   help="apply the control from this many seeds (the harness's: bench.core.runs.CONTROL_FROM); "
+                        "lower it to measure what the control would buy on fewer seeds")
     args = p.parse_args()
+    runs_module.CONTROL_FROM = args.control_from
     runs = values(args.folders, args.metric)
     replicates = sorted(name for name in runs if name.startswith(f"{BASELINE}#"))
     if BASELINE not in runs or not replicates:
@@ -96,9 +106,10 @@ def main() -> None:
             lambda k: float(np.mean([runs[r][k] for r in replicates])))]
         if found[0] is None:
             continue
-        adjusted, beta = controlled({k: runs[method][k] - runs[BASELINE][k] for k in keys},
-                                    {k: float(np.mean([runs[r][k] for r in replicates])) - runs[BASELINE][k] for k in keys})
-        found.append(sd_of(adjusted))
+        d = {k: runs[method][k] - runs[BASELINE][k] for k in keys}
+        x = {k: float(np.mean([runs[r][k] for r in replicates])) - runs[BASELINE][k] for k in keys}
+        _, beta = controlled(d, x)
+        found.append(sd_of(d, x))
         columns = " ".join(f"{sd:>6.2f} ({(1.96 * sd) ** 2:>4.0f})" for sd, _, _ in found)
         print(f"{method:<46} {found[0][1]:>5} {found[0][2]:>5}  {columns} {beta:>+5.2f}")
 

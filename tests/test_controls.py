@@ -1,6 +1,8 @@
 """The baseline's replicates as each run's control (bench.core.runs, bench.core.stats.Board.runs_delta,
 bench.core.compare): where they ran every cell of a comparison's seeds they correct it, they never decide which
 seeds a board holds, and the decision says it rests on them."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -27,45 +29,54 @@ def cell(method, seed, source, teacher, student, replicate=0):
 
 @pytest.fixture(scope="module")
 def runs():
-    """naive, two replicates and a method m at 4 seeds; replicate 2 misses seed 3. Each run is right on a random
+    """naive, two replicates and a method m at 6 seeds; replicate 2 misses seed 5. Each run is right on a random
     share of pairs, so the cells' NTS differ run to run."""
     rng = np.random.default_rng(3)
     out = []
-    for seed in range(4):
+    for seed in range(6):
         for source in SOURCES:
             teacher = {d: rng.integers(0, 2, PAIRS) for d in SOURCES}
             for method, replicate in (("naive", 0), ("naive", 1), ("naive", 2), ("m", 0)):
-                if (replicate, seed) == (2, 3):
+                if (replicate, seed) == (2, 5):
                     continue
                 student = {d: (rng.random(PAIRS) < rng.uniform(0.4, 0.9)).astype(int) for d in SOURCES}
                 out.append(cell(method, seed, source, teacher, student, replicate))
     return out
 
 
-def of(cells, method, seeds=range(4)):
+def of(cells, method, seeds=range(6)):
     return [c for c in cells if c.method == method and c.seed in seeds]
 
 
 def test_replicates_that_ran_every_cell_correct_the_difference(runs):
-    three = range(3)
-    plain = runs_delta(of(runs, "m", three), of(runs, "naive", three))
-    both = runs_delta(of(runs, "m", three), of(runs, "naive", three),
-                      controls=[of(runs, "naive#1", three), of(runs, "naive#2", three)])
+    five = range(5)
+    plain = runs_delta(of(runs, "m", five), of(runs, "naive", five))
+    both = runs_delta(of(runs, "m", five), of(runs, "naive", five),
+                      controls=[of(runs, "naive#1", five), of(runs, "naive#2", five)])
     assert plain.controls == 0 and both.controls == 2
     assert both.per_run == plain.per_run and both.estimate != plain.estimate   # the same runs, corrected
-    # at 4 seeds replicate 2 misses seed 3, so only replicate 1 is used
+    # at 6 seeds replicate 2 misses seed 5, so only replicate 1 is used; before CONTROL_FROM seeds, none
     assert runs_delta(of(runs, "m"), of(runs, "naive"), controls=[of(runs, "naive#1"), of(runs, "naive#2")]).controls == 1
+    assert runs_delta(of(runs, "m", range(4)), of(runs, "naive", range(4)), controls=[of(runs, "naive#1")]).controls == 0
+
+
+def test_a_replicate_scored_by_another_teacher_is_not_a_control(runs):
+    five = range(5)
+    other = [dataclasses.replace(c, eval_sets=tuple(dataclasses.replace(e, teacher=1 - e.teacher) for e in c.eval_sets))
+             if (c.seed, c.source) == (2, SOURCES[0]) else c for c in of(runs, "naive#1", five)]
+    found = runs_delta(of(runs, "m", five), of(runs, "naive", five), controls=[other, of(runs, "naive#2", five)])
+    assert found.controls == 1
 
 
 def test_a_board_uses_the_replicates_it_holds_or_is_given_and_keeps_its_seeds(runs):
     """As rows (bench report on a results folder) or as controls only (bench compare A naive): the same
     decision, which names them; given as controls they do not narrow the seeds the board holds."""
-    rows = Board([c for c in runs if c.seed < 3], n_boot=50)
+    rows = Board([c for c in runs if c.seed < 5], n_boot=50)
     given = Board(of(runs, "m") + of(runs, "naive"), n_boot=50, controls=of(runs, "naive#1") + of(runs, "naive#2"))
-    assert given.seeds == (0, 1, 2, 3) and given.methods == ("m", "naive")
+    assert given.seeds == tuple(range(6)) and given.methods == ("m", "naive")
     assert given.replicates_of("naive") == ["naive#1", "naive#2"] and rows.replicates_of("naive") == ["naive#1", "naive#2"]
-    at_four = given.runs_delta("m", "naive")
-    assert at_four.seeds == 4 and at_four.controls == 1
+    at_six = given.runs_delta("m", "naive")
+    assert at_six.seeds == 6 and at_six.controls == 1
     decision = deciding_interval(rows, "m", "naive", "nts", None, None, rows.compare("m", "naive").deltas["nts"])
-    assert decision.controls == 2 and decision.rests_on == "6 runs (3 seeds), 2 control replicates"
+    assert decision.controls == 2 and decision.rests_on == "10 runs (5 seeds), 2 control replicates"
     assert rows.runs_delta("naive#1", "naive").controls == 1   # an A/A comparison: the other replicate is the control

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.core.runs import stratified
+from bench.core.runs import CONTROL_FROM, stratified
 from bench.core.sequential import SequentialPlan, obf_spending, t_boundary, t_quantile, z_boundaries
 
 
@@ -86,21 +86,26 @@ def test_stratified_interval_by_hand():
 
 
 def test_a_control_corrects_each_difference_by_hand():
-    """stratified with controls: β = Sxy / Sxx within sources; the slope's degree of freedom comes off the source
-    whose controls vary (here all of it: leverage 1); Welch's df from those degrees of freedom."""
-    diffs = {"a": [0.0, 3.0, 3.0], "b": [1.0, 1.0, 4.0]}
-    controls = {"a": [1.0, 0.0, -1.0], "b": [0.0, 0.0, 0.0]}
-    # β = (-2 * 1 + 1 * 0 + 1 * -1) / 2 = -1.5; a's corrected runs 1.5, 3, 1.5 (SS 1.5 on 2 - 1 df), b's unchanged
-    # (SS 6 on 2 df): sd^2 = (1.5 + 3) / 2; df = (0.5 + 1)^2 / (0.5^2 / 1 + 1^2 / 2) = 3
+    """stratified with controls, from CONTROL_FROM seeds: β = Sxy / Sxx within sources; each source's variance solved
+    from E[RSS_s] = v_s (seeds - 1 - 2 h_s) + h_s sum_t h_t v_t, its df seeds - 1 - h_s; β's variance in the SE."""
+    assert CONTROL_FROM == 5
+    diffs = {"a": [3.5, 1.0, 1.5, 3.0, 1.0], "b": [1.0, 1.0, 4.0, 2.0, 2.0]}
+    controls = {"a": [1.0, 0.0, -1.0, 2.0, -2.0], "b": [1.0] * 5}    # only a's vary: leverage 1 and 0
+    # β = (1.5 * 1 + 0 + -0.5 * -1 + 1 * 2 + -1 * -2) / 10 = 0.6; a's residuals 0.9, -1, 0.1, -0.2, 0.2: RSS 1.9
+    # on (4 - 2 + 1) = 3, df 3; b shifted by 0.6 (RSS 6 on 4, df 4). Estimate (2 + 1.4) / 2; the mean control 0.5
+    # adds 0.5^2 x (1.9 / 3) / 10 to SE^2 = sd^2 / 10 with sd^2 = (1.9 / 3 + 1.5) / 2
     estimate, low, high, runs, seeds, sources, df, sd, boundary, decided = stratified(diffs, controls=controls)
-    assert (runs, seeds, sources, df) == (6, 3, 2, 3)
-    assert estimate == pytest.approx(2.0) and sd == pytest.approx(1.5)
-    half = t_quantile(0.975, 3) * 1.5 / math.sqrt(6)
-    assert (low, high) == pytest.approx((2.0 - half, 2.0 + half)) and decided
-    # controls that cannot be fitted leave the plain interval: no variation, or no degree of freedom left
-    assert stratified(diffs, controls={"a": [0.0] * 3, "b": [0.0] * 3}) == stratified(diffs)
-    two = {"a": [0.0, 3.0], "b": [1.0, 1.0]}
-    assert stratified(two, controls={"a": [1.0, -1.0], "b": [0.0, 0.0]}) == stratified(two)
+    v = (1.9 / 3, 1.5)
+    share = (v[0] / 5, v[1] / 5)
+    assert df == math.floor(sum(share) ** 2 / (share[0] ** 2 / 3 + share[1] ** 2 / 4)) == 6
+    assert (runs, seeds, sources) == (10, 5, 2) and estimate == pytest.approx(1.7)
+    assert sd == pytest.approx(math.sqrt(sum(v) / 2))
+    half = t_quantile(0.975, 6) * math.sqrt(sum(v) / 2 / 10 + 0.25 * v[0] / 10)
+    assert (low, high) == pytest.approx((1.7 - half, 1.7 + half)) and decided
+    # controls that do not vary leave the plain interval, and so does a comparison of fewer seeds
+    assert stratified(diffs, controls={"a": [0.0] * 5, "b": [0.0] * 5}) == stratified(diffs)
+    four = {k: v[:4] for k, v in diffs.items()}
+    assert stratified(four, controls={k: v[:4] for k, v in controls.items()}) == stratified(four)
 
 
 def _controlled_trial(rng, plan, rho, sources=6, replicates=2):
@@ -120,16 +125,19 @@ def _controlled_trial(rng, plan, rho, sources=6, replicates=2):
 @pytest.mark.parametrize("rho", [0.0, 0.8])
 def test_a_control_keeps_the_error_rate_and_narrows_the_interval(rho):
     """Corrected by the replicates' A/A difference, A/A comparisons grown until decided still decide at most 5% of
-    the time (2,000, within 3 binomial SEs), and a method that shares little of naive's noise gets a narrower
-    interval: the control removes naive's own run noise from the difference."""
+    the time (1,000, within 3 binomial SEs), and a method that shares little of naive's noise gets a narrower
+    interval on average (200 draws at 10 seeds): the control removes naive's own run noise from the difference."""
     rng = np.random.default_rng(20261203)
     plan = SequentialPlan(3, 10)
-    trials = 2000
+    trials = 1000
     rate = np.mean([_controlled_trial(rng, plan, rho) for _ in range(trials)])
     assert rate <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / trials)
     if rho == 0.0:
-        naive = rng.standard_normal((3, 10, 6))
-        d, x = rng.standard_normal((10, 6)) - naive[0], naive[1:].mean(0) - naive[0]
-        plain = stratified({str(s): d[:, s] for s in range(6)})
-        controlled = stratified({str(s): d[:, s] for s in range(6)}, controls={str(s): x[:, s] for s in range(6)})
-        assert controlled[2] - controlled[1] < plain[2] - plain[1]
+        ratios = []
+        for _ in range(200):
+            naive = rng.standard_normal((3, 10, 6)) * rng.uniform(1, 5, 6)
+            d, x = rng.standard_normal((10, 6)) - naive[0], naive[1:].mean(0) - naive[0]
+            plain = stratified({str(s): d[:, s] for s in range(6)})
+            controlled = stratified({str(s): d[:, s] for s in range(6)}, controls={str(s): x[:, s] for s in range(6)})
+            ratios.append((controlled[2] - controlled[1]) / (plain[2] - plain[1]))
+        assert np.mean(ratios) < 0.95

@@ -24,6 +24,7 @@ import pandas as pd
 from bench.core.cells import Cell, cell_from_scores
 from bench.core.errors import BenchError
 from bench.core.report import fmt
+from bench.core.runs import CONTROL_FROM
 from bench.core.stats import LEVEL, Board, bon_view
 
 BASELINE = "naive"
@@ -127,9 +128,9 @@ def decision_rule(independent: bool) -> str:
     in words."""
     if independent:
         return ("decided when its 95% interval over independent runs, stratified by source, excludes 0 (with the "
-                "protocol's sequential boundary, valid however many seeds were added until it decided; where the "
-                "baseline's replicates ran too, each run's difference is corrected by their A/A difference, a "
-                "control variate; docs/statistics.md)")
+                f"protocol's sequential boundary, valid however many seeds were added until it decided; from {CONTROL_FROM} seeds, "
+                "where the baseline's replicates ran too, each run's difference is corrected by their A/A difference, "
+                "a control variate; docs/statistics.md)")
     return "decided when its t-interval over the seeds excludes 0 (docs/statistics.md)"
 
 
@@ -305,7 +306,7 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metri
     controls: list[Cell] = []
     if slugs:   # the last named method's replicates correct each run's difference against it (runs_delta)
         controls = [c for c in cells if c.method not in slugs and c.method.startswith(f"{slugs[-1]}#")
-                    and c.method[len(slugs[-1]) + 1:].isdigit()]
+                    and c.method[len(slugs[-1]) + 1:].isdigit() and (metric == "nts" or c.bon)]
         cells = [c for c in cells if c.method in slugs]
     try:
         return Board(view(cells, metric), controls=view(controls, metric) if controls else ()), slugs

@@ -25,7 +25,8 @@ class RunsDelta:
     its source's mean: sources differ several-fold in noise, so each source's variance v_s is estimated on its
     own, sd^2 = the mean of the v_s, SE^2 = sum_s v_s / n_s / sources^2 = sd^2 / runs, and the degrees of freedom
     are Welch-Satterthwaite's, (sum_s v_s/n_s)^2 / sum_s (v_s/n_s)^2 / (n_s - 1), rounded down: between
-    seeds - 1 (one source's noise dominates) and runs - sources (all alike).
+    seeds - 1 (one source's noise dominates) and runs - sources (all alike); with a control a little fewer
+    (its slope's degree of freedom), and never below 1.
     Interval: estimate +- boundary x SE, the boundary being the protocol's sequential plan's at this many
     seeds (bench.core.sequential: a repeated confidence interval, valid at whichever look one stops), or the
     t quantile (0.975, df) with one look. Decided when the interval excludes 0.
@@ -57,6 +58,13 @@ def cell_value(cell: Cell, metric: str) -> float:
     return float(np.mean([m[metric] for m in per_target.values()]))
 
 
+def paired(a: Cell, b: Cell) -> bool:
+    """Whether two cells were scored on the same test pairs, in the same order, by the same teacher."""
+    return len(a.eval_sets) == len(b.eval_sets) and all(
+        ea.name == eb.name and ea.pair_ids == eb.pair_ids and np.array_equal(ea.teacher, eb.teacher)
+        for ea, eb in zip(a.eval_sets, b.eval_sets))
+
+
 def runs_delta(a: Sequence[Cell], b: Sequence[Cell], metric: str = "nts", looks: tuple[int, int] | None = None,
                level: float = LEVEL, controls: Sequence[Sequence[Cell]] = ()) -> RunsDelta:
     """``RunsDelta`` of A's cells against B's, on the seeds both sides hold for every source of either.
@@ -70,15 +78,14 @@ def runs_delta(a: Sequence[Cell], b: Sequence[Cell], metric: str = "nts", looks:
     if len(seeds) < 2:
         raise ValueError(f"a paired comparison over runs needs two whole seeds (every source on both sides); "
                          f"these have {len(seeds)}")
-    replicates = [r for r in ({(c.seed, c.source): c for c in cells} for cells in controls)
-                  if all((j, s) in r for j in seeds for s in sources)]
     for j in seeds:
         for s in sources:
-            for other in (by_a[j, s], *(r[j, s] for r in replicates)):
-                for ea, eb in zip(other.eval_sets, by_b[j, s].eval_sets):
-                    if ea.name != eb.name or ea.pair_ids != eb.pair_ids or not np.array_equal(ea.teacher, eb.teacher):
-                        raise ValueError(f"seed {j} {s}: {other.method} and {by_b[j, s].method} were not scored on "
-                                         f"the same test pairs by the same teacher ({ea.name}): their runs are not paired")
+            if not paired(by_a[j, s], by_b[j, s]):
+                raise ValueError(f"seed {j} {s}: {by_a[j, s].method} and {by_b[j, s].method} were not scored on the "
+                                 f"same test pairs by the same teacher: their runs are not paired")
+    # a replicate is a control where it ran every cell of these seeds, paired with B's (one not paired is not used)
+    replicates = [r for r in ({(c.seed, c.source): c for c in cells} for cells in controls)
+                  if all((j, s) in r and paired(r[j, s], by_b[j, s]) for j in seeds for s in sources)]
     diffs = {s: [cell_value(by_a[j, s], metric) - cell_value(by_b[j, s], metric) for j in seeds] for s in sources}
     control = {s: [float(np.mean([cell_value(r[j, s], metric) for r in replicates])) - cell_value(by_b[j, s], metric)
                    for j in seeds] for s in sources} if replicates else None
@@ -97,17 +104,22 @@ def control_slope(diffs: Mapping[str, Sequence[float]], controls: Mapping[str, S
     return sxy / sxx if sxx > 0 else 0.0
 
 
+CONTROL_FROM = 5   # seeds: from here on a control corrects the differences (each source's variance has 4+ df)
+
+
 def control_leverage(controls: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, float] | None:
     """Each source's share of Sxx (the controls' within-source sum of squares) and Sxx, or None where the
-    controls cannot be used: they do not vary within sources, or fitting their slope would leave fewer than two
-    degrees of freedom in all or almost none in a source (whole seeds: every list of one length)."""
+    controls are not used: before CONTROL_FROM seeds, or where they do not vary within sources (whole seeds:
+    every list of one length). Why not before: the slope's leverage lands on the noisiest source, whose variance
+    has only seeds - 1 degrees of freedom, and at 3 seeds the first look's boundary, extreme in the t's tail, grows
+    several-fold with the df lost (the control widened the deciding interval in 57% of simulated comparisons at 3
+    seeds, 31% at 5, 4% at 10: docs/statistics.md). The rule counts seeds only, so it is fixed before any result."""
     x = [np.asarray(v, dtype=np.float64) for v in controls.values()]
-    seeds, sources = len(x[0]), len(x)
+    seeds = len(x[0])
     sxx = sum(float(np.sum((v - v.mean()) ** 2)) for v in x)
-    if seeds * sources - sources < 2 or sxx <= 0:
+    if seeds < CONTROL_FROM or sxx <= 0:
         return None
-    leverage = np.array([float(np.sum((v - v.mean()) ** 2)) / sxx for v in x])
-    return (leverage, sxx) if np.all(seeds - 1 - leverage > 0.05) else None
+    return np.array([float(np.sum((v - v.mean()) ** 2)) / sxx for v in x]), sxx
 
 
 def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | None = None, level: float = LEVEL,
@@ -117,12 +129,14 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
     length (whole seeds, at least 2): estimate, low, high, runs, seeds, sources, df, sd, boundary, decided.
 
     ``controls``: per run, a difference whose mean is 0 by construction and whose noise the run's difference
-    shares (the baseline's replicates' mean minus the baseline's run: an A/A difference). Each difference d then
-    becomes d − β x, β = ``control_slope``: unbiased for any β, and with the fitted one the baseline run's own
-    noise leaves the difference (a control variate; a regression estimator with the control's mean known). What
-    fitting β costs is counted: its one degree of freedom comes off each source's in proportion to the source's
-    share of Sxx (its leverage), and β's own variance, sum_s v_s leverage_s / Sxx, enters the SE times the mean
-    control's square. Without controls, or with fewer than two degrees of freedom left, the plain interval."""
+    shares (the baseline's replicates' mean minus the baseline's run: an A/A difference). From CONTROL_FROM
+    seeds on, each difference d becomes d − β x, β = ``control_slope``: a fixed β would leave the estimate
+    unbiased (x's mean is known), and the fitted one does too for normal runs (it reads within-source deviations
+    only, independent of the source means), while it takes the baseline run's own noise out of the difference (a
+    control variate; a regression estimator with the control's mean known). Fitting β is paid for: each source's
+    variance is solved from E[RSS_s] = v_s (seeds − 1 − 2 h_s) + h_s sum_t h_t v_t (h_s: the source's share of Sxx,
+    its leverage), its degrees of freedom are seeds − 1 − h_s, and β's variance, sum_t h_t v_t / Sxx, enters the SE
+    times the mean control's square."""
     seeds, sources = len(next(iter(diffs.values()))), len(diffs)
     n = seeds * sources
     d = {s: np.asarray(v, dtype=np.float64) for s, v in diffs.items()}
@@ -135,7 +149,11 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
         beta = control_slope(d, x)
         d = {s: d[s] - beta * x[s] for s in d}
         dof, x_mean = dof - leverage, float(np.mean([v.mean() for v in x.values()]))
-    variances = np.array([float(np.sum((v - v.mean()) ** 2)) for v in d.values()]) / dof   # sources differ in noise
+    rss = np.array([float(np.sum((v - v.mean()) ** 2)) for v in d.values()])
+    if fit is None:
+        variances = rss / dof
+    else:   # E[rss] = (diag(seeds - 1 - 2h) + h h^T) v
+        variances = np.maximum(np.linalg.solve(np.diag(seeds - 1 - 2 * leverage) + np.outer(leverage, leverage), rss), 0.0)
     sd = float(math.sqrt(variances.mean()))
     estimate = float(np.mean([np.mean(v) for v in d.values()]))
     beta_var = x_mean ** 2 * float(variances @ leverage) / sxx if sxx > 0 else 0.0

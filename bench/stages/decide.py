@@ -8,7 +8,8 @@ On a protocol whose runs are independent (ProtocolSpec.seeding "per-source") wit
   2. stops when that interval excludes 0 (decided), when its half-width is at most ``precision`` points,
      when the plan's last look is reached, or when this command has spent ``budget`` CPU-hours;
   3. else runs the next ``batch`` seeds of both methods on every source, and of B's replicates where the folder
-     holds them (B#1, ...: each run's control, bench.core.runs) (bench.stages.pipeline: a finished cell
+     holds them (B#1, ...: each run's control, bench.core.runs; their runs count against the budget too, though
+     every comparison against B then shares them) (bench.stages.pipeline: a finished cell
      is skipped, so a stopped command resumes where it was, and cells another comparison ran are reused).
 It prints every look and what it spent (CPU-seconds of this process and its workers).
 """
@@ -104,7 +105,7 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
         half = (delta.high - delta.low) / 2
         spent = cpu_seconds() - start
         print(f"  {delta.seeds} seeds, {delta.runs} runs: {delta.estimate:+.2f} {interval_text(delta.low, delta.high)} "
-              f"(boundary t {delta.boundary:.2f}, df {delta.df}, run SD {delta.sd:.2f}"
+              f"(boundary t {delta.boundary:.2f}, df {delta.df}, run SD {delta.sd:.2f}{' corrected' if delta.controls else ''}"
               f"{', ' + plural(delta.controls, 'control replicate') if delta.controls else ''}); "
               f"{spent / 3600:.2f} CPU-hours spent here", flush=True)
         reason = ("decided" if delta.decided else f"half-width {half:.2f} <= {precision:g}" if half <= precision
@@ -118,7 +119,7 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
                   f"{spent:.0f} CPU-seconds spent by this command")
             return 0
         seeds = list(range(min(last, delta.seeds + batch)))
-        print(f"  running seeds {delta.seeds}..{seeds[-1]} of both ({len(sides)} runs per cell x "
+        print(f"  running seeds {delta.seeds}..{seeds[-1]} of each ({len(sides)} runs per cell x "
               f"{len(sides[0].protocol.datasets)} sources)", file=sys.stderr, flush=True)
         for settings in sides:
             run_seeds(settings, seeds, jobs)
