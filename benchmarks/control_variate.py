@@ -8,8 +8,12 @@ shares a part rho of naive's first run's noise (its student seeds) and is otherw
 difference is 0. Sources differ in noise: spread_s is drawn from 1 to 5 per comparison.
 It prints both false-positive rates with their binomial SE, the comparisons only one rule decided, and the mean
 width of the two intervals at the last look (what the control buys).
+With --width-at S1 S2 ... it prints instead, per seed count, how often the deciding interval at that look of the
+plan --looks would be wider with the control applied than without (the control forced on at any seed count:
+why the harness applies it from bench.core.runs.CONTROL_FROM seeds only), and the median width ratio.
 
     python benchmarks/control_variate.py [--rho 0 0.8] [--comparisons 10000] [--looks 3 10] [--replicates 2]
+    python benchmarks/control_variate.py --width-at 3 5 10 --looks 3 20 --rho 0 --comparisons 1000
 """
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import bench.core.runs as runs_module  # noqa: E402
 from bench.core.runs import stratified  # noqa: E402
 
 DRAW_SEED = 20261202
@@ -46,13 +51,37 @@ def comparison(rng, looks: tuple[int, int], rho: float, replicates: int, sources
     return out[0][0], out[1][0], out[0][1], out[1][1]
 
 
+def widths(rng, looks: tuple[int, int], seeds: int, rho: float, replicates: int, sources: int = 6) -> float:
+    """The controlled deciding interval's width over the plain one's, at ``seeds`` seeds of the plan ``looks``."""
+    spread = rng.uniform(1, 5, sources)
+    naive = rng.standard_normal((replicates + 1, seeds, sources)) * spread
+    method = rho * naive[0] + math.sqrt(1 - rho * rho) * rng.standard_normal((seeds, sources)) * spread
+    d, x = method - naive[0], naive[1:].mean(0) - naive[0]
+    diffs, controls = {str(s): d[:, s] for s in range(sources)}, {str(s): x[:, s] for s in range(sources)}
+    plain, ctrl = stratified(diffs, looks), stratified(diffs, looks, controls=controls)
+    return (ctrl[2] - ctrl[1]) / (plain[2] - plain[1])
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rho", type=float, nargs="+", default=[0.0, 0.8])
     p.add_argument("--comparisons", type=int, default=10000)
     p.add_argument("--looks", type=int, nargs=2, default=[3, 10])
     p.add_argument("--replicates", type=int, default=2)
+    p.add_argument("--width-at", type=int, nargs="+", metavar="SEEDS")
     args = p.parse_args()
+    if args.width_at:
+        runs_module.CONTROL_FROM = 2   # forced on: what applying it at these seed counts would do
+        print(f"{args.comparisons} comparisons per row, plan {args.looks[0]}..{args.looks[1]} seeds, 6 sources (SDs "
+              f"from 1 to 5), {args.replicates} replicates; seed {DRAW_SEED}")
+        for rho in args.rho:
+            for seeds in args.width_at:
+                rng = np.random.default_rng([DRAW_SEED, int(round(rho * 100)), seeds])
+                ratio = np.array([widths(rng, tuple(args.looks), seeds, rho, args.replicates)
+                                  for _ in range(args.comparisons)])
+                print(f"rho {rho:.1f}, {seeds:>2} seeds: the control widens {100 * np.mean(ratio > 1):.0f}% "
+                      f"({100 * np.mean(ratio > 2):.0f}% more than twofold); median width ratio {np.median(ratio):.2f}")
+        return
     print(f"{args.comparisons} A/A comparisons per row, looks {args.looks[0]}..{args.looks[1]} seeds, 6 sources "
           f"(SDs from 1 to 5), {args.replicates} replicates of naive per cell; seed {DRAW_SEED}")
     print(f"{'rho':>4} {'plain decided':>16} {'controlled':>16} {'only plain':>11} {'only ctrl':>10} {'width ratio':>12}")
