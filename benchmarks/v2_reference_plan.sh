@@ -39,7 +39,8 @@ zoo() {    # every other built-in method at the protocol's seeds, with v1's refe
   done
 }
 
-decide() { # paired comparisons against naive until decided or within +-1 point (sequential boundaries)
+decide() { # paired comparisons against naive until decided or within +-1 point (sequential boundaries); naive's
+           # replicates from the aa stage are each run's control from 5 seeds on, and grow with the comparison
   # shellcheck disable=SC2086
   for method in ceiling confidence anchor_lam=1.0_layers=last anchor_lam=0.1_layers=last anchor_lam=10.0_layers=last \
                 ${TOP3:-}; do   # TOP3: the zoo's three best rows, by their folder names, once the zoo has run
