@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 import bench.core.runs as runs_module  # noqa: E402
 from bench.core.cells import load_cells  # noqa: E402
-from bench.core.runs import cell_value, stratified  # noqa: E402
+from bench.core.runs import cell_value, control_slope, stratified  # noqa: E402
 
 BASELINE = "naive"
 
@@ -64,17 +64,6 @@ def sd_of(diffs: dict[tuple[int, str], float], controls: dict[tuple[int, str], f
     _, _, _, runs, n_seeds, _, _, sd, _, _ = stratified({s: [diffs[j, s] for j in seeds] for s in sources},
                                                         controls=given)
     return sd, runs, n_seeds
-
-
-def controlled(d: dict[tuple[int, str], float], x: dict[tuple[int, str], float]) -> tuple[dict, float]:
-    """d − β x per cell, β the least-squares slope of d on x within sources (both centred on their source's mean)."""
-    sources = {s for _, s in d}
-    centre = {s: (np.mean([v for k, v in d.items() if k[1] == s]), np.mean([v for k, v in x.items() if k[1] == s]))
-              for s in sources}
-    sxy = sum((d[k] - centre[k[1]][0]) * (x[k] - centre[k[1]][1]) for k in d)
-    sxx = sum((x[k] - centre[k[1]][1]) ** 2 for k in d)
-    beta = sxy / sxx if sxx > 0 else 0.0
-    return {k: d[k] - beta * x[k] for k in d}, beta
 
 
 def main() -> None:
@@ -108,7 +97,9 @@ def main() -> None:
             continue
         d = {k: runs[method][k] - runs[BASELINE][k] for k in keys}
         x = {k: float(np.mean([runs[r][k] for r in replicates])) - runs[BASELINE][k] for k in keys}
-        _, beta = controlled(d, x)
+        by_source = sorted({s for _, s in keys})
+        beta = control_slope({s: [d[k] for k in keys if k[1] == s] for s in by_source},
+                             {s: [x[k] for k in keys if k[1] == s] for s in by_source})
         found.append(sd_of(d, x))
         columns = " ".join(f"{sd:>6.2f} ({(1.96 * sd) ** 2:>4.0f})" for sd, _, _ in found)
         print(f"{method:<46} {found[0][1]:>5} {found[0][2]:>5}  {columns} {beta:>+5.2f}")

@@ -305,8 +305,10 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metri
     slugs = [resolve(cells, n) for n in names or []]
     controls: list[Cell] = []
     if slugs:   # the last named method's replicates correct each run's difference against it (runs_delta)
-        controls = [c for c in cells if c.method not in slugs and c.method.startswith(f"{slugs[-1]}#")
-                    and c.method[len(slugs[-1]) + 1:].isdigit() and (metric == "nts" or c.bon)]
+        from bench.core.results import replicates_of
+
+        replicates = set(replicates_of({c.method for c in cells}, slugs[-1])) - set(slugs)
+        controls = [c for c in cells if c.method in replicates and (metric == "nts" or c.bon)]
         cells = [c for c in cells if c.method in slugs]
     try:
         return Board(view(cells, metric), controls=view(controls, metric) if controls else ()), slugs

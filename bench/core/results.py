@@ -54,6 +54,12 @@ def replicate_slug(slug: str, replicate: int) -> str:
     return f"{slug}#{replicate}" if replicate else slug
 
 
+def replicates_of(names: Iterable[str], slug: str) -> list[str]:
+    """The names among ``names`` that ``replicate_slug`` gives ``slug``'s replicates r > 0, in order of r."""
+    found = {n for n in names if n.startswith(f"{slug}#") and n[len(slug) + 1:].isdigit() and int(n[len(slug) + 1:])}
+    return sorted(found, key=lambda n: int(n[len(slug) + 1:]))
+
+
 def cell_dir(out: Path, protocol: str, models: str, slug: str, seed: int, source: str) -> Path:
     return Path(out) / protocol / models / slug / f"seed{seed}" / source.replace("/", "__")
 

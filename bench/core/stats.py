@@ -329,8 +329,9 @@ class Board:
     def replicates_of(self, method: str) -> list[str]:
         """``method``'s replicates (``METHOD#1``, ``METHOD#2``, ...: bench run --replicate) among the board's rows and
         its controls, in order."""
-        found = {m for m in (*self.methods, *self._controls) if m.startswith(f"{method}#") and m[len(method) + 1:].isdigit()}
-        return sorted(found, key=lambda m: int(m[len(method) + 1:]))
+        from bench.core.results import replicates_of
+
+        return replicates_of((*self.methods, *self._controls), method)
 
     def ranks(self, methods: Sequence[str] | None = None, category: str | None = None,
               source: str | None = None) -> list[RankInterval]:
