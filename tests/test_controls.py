@@ -80,3 +80,25 @@ def test_a_board_uses_the_replicates_it_holds_or_is_given_and_keeps_its_seeds(ru
     decision = deciding_interval(rows, "m", "naive", "nts", None, None, rows.compare("m", "naive").deltas["nts"])
     assert decision.controls == 2 and decision.rests_on == "10 runs (5 seeds), 2 control replicates"
     assert rows.runs_delta("naive#1", "naive").controls == 1   # an A/A comparison: the other replicate is the control
+
+
+def test_an_interval_wider_than_the_difference_can_be_is_cut_to_its_span():
+    """Two seeds, one source that swings from all right to all wrong and one that barely moves: the rule's
+    interval (Welch df near 1 at the first look) reaches past ±200 points of NTS, the most two students of one
+    teacher can differ by; the decision shows it cut there, decided or not as before."""
+    a, b = SOURCES
+    right, wrong, half = np.ones(PAIRS, int), np.zeros(PAIRS, int), np.arange(PAIRS) % 2
+    teacher = {a: right, b: right}
+    one_off = half.copy()
+    one_off[0] = 1
+    cells = []
+    for seed, swing in ((0, right), (1, wrong)):
+        for source in SOURCES:
+            cells.append(cell("naive", seed, source, teacher, {a: half, b: half}))
+            cells.append(cell("m", seed, source, teacher, {a: swing, b: swing} if source == a else {a: half, b: one_off}))
+    board = Board(cells, n_boot=50)
+    raw = board.runs_delta("m", "naive")
+    assert raw.low < -200 and raw.high > 200   # the case this is about
+    decision = deciding_interval(board, "m", "naive", "nts", None, None, board.compare("m", "naive").deltas["nts"])
+    assert (decision.low, decision.high) == (-200.0, 200.0) and decision.decided == raw.decided is False
+    assert decision.estimate == raw.estimate and decision.runs == raw.runs == 4

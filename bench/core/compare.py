@@ -48,6 +48,12 @@ def view(cells: list[Cell], metric: str) -> list[Cell]:
                          "candidate sets (docs/best-of-n.md)") from None
 
 
+# The most a difference A - B of two students of one teacher can be, in points: WRG and AOG differ by the
+# students' accuracies, NTS also by their ID losses (bench.core.metrics: each in [0, 100]); the same for BoN.
+# Kept out of bench.core.metrics, whose source is part of every cell's key (bench.core.versions.CELL_CODE).
+DIFFERENCE_SPAN = {"wrg": 100.0, "aog": 100.0, "nts": 200.0}
+
+
 def interval_text(low: float, high: float) -> str:
     """``[+1.2, +3.4]`` in the one number format (``bench.core.report.fmt``: never ``-0.0``); blank where the
     interval does not exist (one seed)."""
@@ -169,15 +175,21 @@ def deciding_interval(board: Board, a: str, b: str, metric: str, category: str |
                       delta) -> Decision:
     """The harness's one rule for A - B. On a protocol whose runs are independent, the interval over runs
     stratified by source with the protocol's sequential boundary (bench.core.runs.runs_delta); else the
-    t-interval over the per-seed differences (``delta``, bench.core.stats.Delta). Decided when it excludes 0."""
+    t-interval over the per-seed differences (``delta``, bench.core.stats.Delta). Decided when it excludes 0.
+
+    The interval is cut to the values the difference can take (``DIFFERENCE_SPAN``): a first look at one
+    category, each source's variance resting on two degrees of freedom, can reach thousands of points,
+    which is what the rule says but reads as a bug. Cutting never moves 0 in or out of it."""
+    span = DIFFERENCE_SPAN[metric]
     if board.independent:
         try:
             runs = board.runs_delta(a, b, metric, category, source)
         except ValueError:   # fewer than two whole seeds
             return Decision(math.nan, math.nan, False, delta.estimate, len(board.seeds))
-        return Decision(runs.low, runs.high, runs.decided, runs.estimate, runs.seeds, runs.runs, runs.controls)
+        return Decision(max(runs.low, -span), min(runs.high, span), runs.decided, runs.estimate, runs.seeds,
+                        runs.runs, runs.controls)
     decided = not math.isnan(delta.t_low) and (delta.t_low > 0 or delta.t_high < 0)
-    return Decision(delta.t_low, delta.t_high, decided, delta.estimate, len(board.seeds))
+    return Decision(max(delta.t_low, -span), min(delta.t_high, span), decided, delta.estimate, len(board.seeds))
 
 
 def comparison_table(board: Board, a: str, b: str, by: str | None = None, metric: str = "nts") -> pd.DataFrame:
