@@ -10,7 +10,13 @@ the same interval. This prints it per method against naive, from per-source SDs 
 finished cells; with few seeds the SDs are noisy, and noise in them makes the ratio look better
 than it is, so the methods with the most seeds are the ones to read.
 
+An allocation fitted on each comparison's own runs is adaptive; one fixed in advance would come from
+other runs. ``--allocate-by METHOD`` also prints, for every method, the share of runs it needs when the
+runs are allocated by METHOD's SDs (n_s proportional to METHOD's sd_s), sum_s(sd_s^2 / w_s) / (S sum_s sd_s^2)
+with w_s those weights; above 1 it needs more runs than equal allocation.
+
     python benchmarks/source_allocation.py submissions/mini/tiny extra-seeds/mini/tiny [--baseline naive]
+                                           [--allocate-by naive#1]
 """
 from __future__ import annotations
 
@@ -29,11 +35,23 @@ from bench.core.result_schema import RESULT_FILE  # noqa: E402
 from bench.core.runs import cell_value  # noqa: E402
 
 
+def neyman_share(sd: np.ndarray) -> float:
+    """The runs Neyman allocation needs for equal allocation's interval: mean(sd)^2 / mean(sd^2)."""
+    return float(sd.mean() ** 2 / (sd ** 2).mean())
+
+
+def allocated_share(sd: np.ndarray, by: np.ndarray) -> float:
+    """The same with the runs allocated in proportion to ``by`` (another method's SDs): sum(sd^2 / w) / (S sum(sd^2))."""
+    w = by / by.sum()
+    return float(np.sum(sd ** 2 / w) / (len(sd) * np.sum(sd ** 2)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("roots", nargs="+", type=Path, help="folders holding finished cells (result.json files)")
     parser.add_argument("--baseline", default="naive")
     parser.add_argument("--metric", default="nts")
+    parser.add_argument("--allocate-by", metavar="METHOD", help="also the share under METHOD's allocation")
     args = parser.parse_args()
     folders = [p.parent for root in args.roots for p in sorted(root.rglob(RESULT_FILE))]
     values: dict[str, dict[tuple[int, str], float]] = defaultdict(dict)
@@ -43,16 +61,24 @@ def main() -> None:
     sources = sorted({source for _, source in base})
     print(f"# per-source SD of one run's paired Δ {args.metric.upper()} against {args.baseline}; "
           "share = mean(sd)^2 / mean(sd^2), the runs Neyman allocation needs for the same interval")
-    print("method | seeds | " + " | ".join(s.split("/")[-1] for s in sources) + " | share")
+    by = f" | share allocated by {args.allocate_by}" if args.allocate_by else ""
+    print("method | seeds | " + " | ".join(s.split("/")[-1] for s in sources) + " | share" + by)
     rows = []
     for method, cells in values.items():
         per = {s: [x - base[k] for k, x in cells.items() if k[1] == s and k in base] for s in sources}
         if min(map(len, per.values())) < 2:
             continue
         sd = np.array([np.std(per[s], ddof=1) for s in sources])
-        rows.append((min(map(len, per.values())), (sd.mean() ** 2) / (sd ** 2).mean(), method, sd))
+        rows.append((min(map(len, per.values())), neyman_share(sd), method, sd))
+    by = None
+    if args.allocate_by:
+        found = [sd for _, _, method, sd in rows if method == args.allocate_by]
+        if not found:
+            raise SystemExit(f"--allocate-by {args.allocate_by}: no such method with 2+ seeds against {args.baseline}")
+        by = found[0]
     for seeds, share, method, sd in sorted(rows, key=lambda r: (-r[0], r[1])):
-        print(f"{method} | {seeds} | " + " | ".join(f"{x:.1f}" for x in sd) + f" | {share:.2f}")
+        fixed = f" | {allocated_share(sd, by):.2f}" if by is not None else ""
+        print(f"{method} | {seeds} | " + " | ".join(f"{x:.1f}" for x in sd) + f" | {share:.2f}" + fixed)
 
 
 if __name__ == "__main__":
