@@ -102,3 +102,12 @@ def test_an_interval_wider_than_the_difference_can_be_is_cut_to_its_span():
     decision = deciding_interval(board, "m", "naive", "nts", None, None, board.compare("m", "naive").deltas["nts"])
     assert (decision.low, decision.high) == (-200.0, 200.0) and decision.decided == raw.decided is False
     assert decision.estimate == raw.estimate and decision.runs == raw.runs == 4
+
+
+def test_a_seed_cut_mid_way_waits_for_its_other_cells(runs):
+    """A comparison stopped mid-seed leaves the method part of a seed: the board takes the whole seeds both hold
+    (it used to refuse the folder), and the runs delta is the one without that seed's cells."""
+    cut = [c for c in runs if not (c.method == "m" and c.seed == 5 and c.source == SOURCES[1])]
+    board = Board(of(cut, "m") + of(cut, "naive"), n_boot=50)
+    assert board.seeds == tuple(range(5))
+    assert board.runs_delta("m", "naive") == runs_delta(of(runs, "m", range(5)), of(runs, "naive", range(5)))

@@ -73,8 +73,7 @@ def runs_delta(a: Sequence[Cell], b: Sequence[Cell], metric: str = "nts", looks:
 
     by_a, by_b = {(c.seed, c.source): c for c in a}, {(c.seed, c.source): c for c in b}
     sources = sorted({c.source for c in (*a, *b)})
-    seeds = sorted(seed for seed in {c.seed for c in (*a, *b)}
-                   if all((seed, s) in by_a and (seed, s) in by_b for s in sources))
+    seeds = sorted(whole_seeds(a, set(sources)) & whole_seeds(b, set(sources)))
     if len(seeds) < 2:
         raise ValueError(f"a paired comparison over runs needs two whole seeds (every source on both sides); "
                          f"these have {len(seeds)}")
@@ -92,6 +91,14 @@ def runs_delta(a: Sequence[Cell], b: Sequence[Cell], metric: str = "nts", looks:
     used = control is not None and control_leverage(control) is not None
     return RunsDelta(metric, *stratified(diffs, looks, level, control),
                      tuple(diffs[s][j] for j in range(len(seeds)) for s in sources), len(replicates) if used else 0)
+
+
+def whole_seeds(cells: Sequence[Cell], sources: set[str]) -> set[int]:
+    """The seeds at which ``cells`` hold a cell of every one of ``sources``."""
+    held: dict[int, set[str]] = {}
+    for c in cells:
+        held.setdefault(c.seed, set()).add(c.source)
+    return {seed for seed, got in held.items() if got >= sources}
 
 
 def control_slope(diffs: Mapping[str, Sequence[float]], controls: Mapping[str, Sequence[float]]) -> float:

@@ -35,7 +35,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from bench.core.cells import Cell
-from bench.core.runs import RunsDelta, runs_delta
+from bench.core.runs import RunsDelta, runs_delta, whole_seeds
 from bench.core.sequential import LEVEL, t_quantile
 
 BOOTSTRAP_SEED = 20261130
@@ -148,8 +148,8 @@ class Board:
     """Every method of one protocol x model pair, bootstrapped once (a few seconds); queries are cheap.
     Refuses methods whose cells (seed, source), eval sets or test pair ids differ, or whose teachers judge
     a test pair of a cell otherwise. On a protocol whose runs are independent, methods may hold different
-    seeds (a comparison grown until decided, bench compare --until-decided): the bootstrap takes the seeds
-    every method holds, and ``runs_delta`` every seed both sides of a comparison hold."""
+    seeds (a comparison grown until decided, bench compare --until-decided): the bootstrap takes the whole
+    seeds every method holds, and ``runs_delta`` every whole seed both sides of a comparison hold."""
 
     def __init__(self, cells: Sequence[Cell], resamples: Resamples | None = None, *, n_boot: int = N_BOOT,
                  seed: int = BOOTSTRAP_SEED, resample: str = "both", nested: bool = False,
@@ -162,8 +162,9 @@ class Board:
         self._controls: dict[str, list[Cell]] = defaultdict(list)   # replicates that only correct runs_delta's
         for c in controls:                                           # differences: no rows, no say in the seeds held
             self._controls[c.method].append(c)
-        if all(c.independent for c in cells):
-            common = set.intersection(*({c.seed for c in own} for own in self._every.values()))
+        if all(c.independent for c in cells):   # a seed a stopped comparison cut mid-way waits for its other cells
+            sources = {c.source for c in cells}
+            common = set.intersection(*(whole_seeds(own, sources) for own in self._every.values()))
             cells = [c for c in cells if c.seed in common]
             if not cells:
                 raise ValueError(f"methods {', '.join(sorted(self._every))} hold no seed in common")
