@@ -32,3 +32,14 @@ def test_the_teacher_counts_each_cell_once():
     results = [cell(m, 0, "a", "b", 70, 80, 60, 66) for m in ("x", "y", "z")]
     table = method_table(results)
     assert table.set_index("method").loc[TEACHER, "cells"] == 1
+
+
+def test_a_replicate_is_its_own_row_and_a_partial_seed_is_left_out():
+    results = [cell("naive", s, src, "c", 70, 80, 60, 66) for s in (0, 1) for src in ("a", "b")]
+    # the same method trained again: not pooled into naive's row
+    replicate = cell("naive", 0, "a", "c", 70, 80, 60, 50).model_copy(update={"replicate": 1})
+    stopped = cell("naive", 2, "a", "c", 70, 80, 60, 40)   # seed 2 stopped after one of the two sources
+    table = method_table([*results, replicate, stopped]).set_index("method")
+    assert table.loc["naive", "NTS"] == "+6.0±0.0" and table.loc["naive", "seeds"] == 2
+    assert table.loc["naive#1", "NTS"] == "-10.0" and table.loc["naive#1", "seeds"] == 1
+    assert table.attrs["left_out"] == 1

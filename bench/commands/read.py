@@ -24,7 +24,7 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from bench.core.compare import agreement_text, cells_under, decision_rule, decision_table, rank_agreement
-    from bench.core.report import method_table
+    from bench.core.report import left_out_note, method_table
     from bench.core.result_schema import RESULT_FILE
     from bench.core.results import find_cells
     from bench.core.stats import Board, bon_view
@@ -35,6 +35,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"no finished results under {args.out}", file=sys.stderr)
         return 1
     print(table.to_string(index=False))
+    print(left_out_note(table), end="")
     unfinished = sum(1 for _ in Path(args.out).rglob(RESULT_FILE)) - len(results)
     if unfinished:  # never shown: an edited or damaged cell is not a result
         print(f"\n{unfinished} cells under {args.out} are left out: incomplete, or their numbers do not recompute "

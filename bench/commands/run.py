@@ -31,7 +31,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from bench.core.report import method_table
+    from bench.core.report import left_out_note, method_table
     from bench.stages.executors import make_executor
     from bench.stages.sweep import run_sweep
 
@@ -41,7 +41,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     results = run_sweep(settings, args.grid, make_executor(args.executor, jobs=args.jobs, **options))
     print(f"\n{settings.method} sweep on {settings.protocol.name} v{settings.protocol.version} with "
           f"{settings.models.name}: one row per grid point")
-    print(method_table(results).to_string(index=False))
+    table = method_table(results)
+    print(table.to_string(index=False) + left_out_note(table))
     print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
     return 0
 

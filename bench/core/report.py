@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from bench.core.results import replicate_slug
+from bench.core.runs import whole_seeds
+
 if TYPE_CHECKING:
     from bench.core.result_schema import CellResult
 
@@ -53,7 +56,7 @@ def cell_rows(results: list[CellResult]) -> pd.DataFrame:
         for target, metric in r.metrics.items():
             other = r.eval_sets[target]
             rows.append({
-                "method": r.method.name, "params": r.method.params, "models": r.models["name"],
+                "method": replicate_slug(r.method.name, r.replicate), "params": r.method.params, "models": r.models["name"],
                 "protocol": r.protocol.name, "category": r.category, "seed": r.seed,
                 "source": short(r.source), "target": short(target),
                 "teacher_id": own.teacher_acc, "student_id": own.student_acc,
@@ -128,21 +131,34 @@ def teacher_rows(cells: pd.DataFrame) -> pd.DataFrame:
 
 
 def method_table(results: list[CellResult], by: str | None = None) -> pd.DataFrame:
-    """One row per (method, params, model pair, protocol[, category or source]): means over cells and
-    seeds with spreads, best mean NTS first."""
+    """One row per (method and replicate, params, model pair, protocol[, category or source]): means over
+    cells and seeds with spreads, best mean NTS first. A row's seeds are its whole seeds (bench.core.runs.
+    whole_seeds: those holding every source the row has), as on the board: a seed stopped part way would
+    weigh its few cells as much as a whole seed. ``attrs["left_out"]`` counts the cells of the others."""
     cells = cell_rows(results)
     if cells.empty:
         return pd.DataFrame()
     cells["params"] = cells["params"].map(params_text)
     cells = pd.concat([cells, teacher_rows(cells)], ignore_index=True)
     keys = ["protocol", "models", "method", "params", *([by] if by else [])]
-    rows, columns = [], columns_of(cells)
+    rows, columns, left_out = [], columns_of(cells), 0
     for values, group in cells.groupby(keys):
-        summary = summarise(group)
+        whole = group[group["seed"].isin(whole_seeds(list(group.itertuples()), set(group["source"])))]
+        left_out += 0 if values[2] == TEACHER else group.drop_duplicates(["seed", "source"]).shape[0] - whole.drop_duplicates(["seed", "source"]).shape[0]
+        summary = summarise(whole)
         rows.append({**dict(zip(keys, values)),
                      **{HEADERS[c]: fmt(summary.get(c, math.nan), summary.get(f"{c}_sd", math.nan), c in GAINS)
                         for c in columns},
                      "cells": int(summary["cells"]), "seeds": int(summary["seeds"]), "_nts": summary["nts"]})
     order = [by, "_nts"] if by else ["_nts"]
-    return (pd.DataFrame(rows).sort_values(order, ascending=[True, False][-len(order):])
-            .drop(columns="_nts").reset_index(drop=True))
+    table = (pd.DataFrame(rows).sort_values(order, ascending=[True, False][-len(order):])
+             .drop(columns="_nts").reset_index(drop=True))
+    table.attrs["left_out"] = left_out
+    return table
+
+
+def left_out_note(table: pd.DataFrame) -> str:
+    """The line under a method table that has left out runs of partial seeds; empty when it has none."""
+    n = table.attrs.get("left_out", 0)
+    return (f"\n{n} runs are left out of the means: their seeds hold only some of their method's sources (a run "
+            "stopped mid-seed, or cells that failed); rerunning the command completes them\n") if n else ""
