@@ -7,6 +7,7 @@
 #
 #   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide (default: all, in the order below)
 #   benchmarks/v2_reference_plan.sh store           # copy the finished cells into extra-seeds/ (extra-seeds/README.md)
+#   benchmarks/v2_reference_plan.sh submit          # pack every method whose seeds are whole into submissions/
 #
 # One torch thread per cell, one cell per core (bench run's default --jobs; sweep and compare are told the
 # same), as every reference run: the thread count is part of a cell's and a teacher's key, and a
@@ -55,10 +56,22 @@ store() {  # the finished cells into extra-seeds/, which is committed, so the ne
   done
 }
 
+submit() { # each method's cells, every whole seed it holds, as its reference submission (replacing an older
+           # one), and the reference teacher from naive's; a method with a seed stopped part way is left as it was
+  local done=0
+  for folder in "$OUT"/mini-v2/tiny-lr3e-4/*; do
+    case "$folder" in *"#"*) continue ;; esac   # replicates are the A/A pool, not submissions
+    if bench submit "$folder" --force --submitter 'ShiftBench maintainers'; then done=$((done + 1));
+    else echo "not submitted (above: why): $folder" >&2; fi
+  done
+  python -m bench.submissions.make_reference submissions/mini-v2/tiny-lr3e-4/naive
+  echo "$done submissions packed"
+}
+
 if [ $# -gt 0 ]; then
   for stage in "$@"; do
-    case "$stage" in aa|core|zoo|decide|store) "$stage" ;;
-      *) echo "unknown stage '$stage': give aa, core, zoo, decide or store" >&2; exit 2 ;; esac
+    case "$stage" in aa|core|zoo|decide|store|submit) "$stage" ;;
+      *) echo "unknown stage '$stage': give aa, core, zoo, decide, store or submit" >&2; exit 2 ;; esac
   done
 else   # the A/A pool's first seeds (naive's reference seeds among them), the core methods, then the rest
   aa "0 1 2"; core; aa; zoo; decide

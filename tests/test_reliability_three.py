@@ -191,8 +191,8 @@ def test_the_committed_reference_teachers_are_their_submissions(tmp_path):
     from bench.submissions.limits import REFERENCES
 
     committed = sorted(REFERENCES.glob("*.json"))
-    assert [p.name for p in committed] == ["mini+cap-train800-test200__smol.json", "mini__tiny+early-stop.json",
-                                           "mini__tiny.json"]
+    assert [p.name for p in committed] == ["mini+cap-train800-test200__smol.json", "mini-v2__tiny-lr3e-4.json",
+                                           "mini__tiny+early-stop.json", "mini__tiny.json"]
     folders = [REPOSITORY / "submissions" / Path(*p.stem.replace("__", "/").split("/")) / "naive" for p in committed]
     assert make_reference.main([*map(str, folders), "--root", str(tmp_path)]) == 0
     for path in committed:
