@@ -17,7 +17,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from bench.core.compare import BASELINE, deciding_interval, decision_table
+from bench.core.compare import BASELINE, LABELS, deciding_interval, decision_table, interval_text
 from bench.core.report import COLUMNS, cell_rows, params_text
 from bench.submissions.limits import Validation
 from bench.submissions.tree import teacher_conflicts
@@ -142,8 +142,12 @@ def _decided(valid: list[Validation], cells: list, metric: str, category: str | 
         return {}
     found = {slugs[row.pop("method")]: row for row in table.to_dict("records")}
     for slug, sub in slugs.items():
-        stats = boot.stats(slug, ceiling=None, category=category, source=source).metrics
+        own = boot   # a submission holding more seeds than the group has in common: its intervals over its own
+        if {c.seed for c in cells if c.method == slug} > set(boot.seeds):   # seeds, as its NTS is their mean
+            own = Bootstrap([c for c in cells if c.method == slug])
+        stats = own.stats(slug, ceiling=None, category=category, source=source).metrics
         found[sub]["ci"] = {m: (stats[m].low, stats[m].high) for m in METRICS}
+        found[sub][f"{LABELS[metric]['nts']} 95% CI"] = interval_text(stats["nts"].low, stats["nts"].high)
         if BASELINE in boot.methods and slug != BASELINE:
             deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
             found[sub]["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high)

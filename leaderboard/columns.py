@@ -41,7 +41,7 @@ class Column:
 
 _SPREAD = "± is the standard deviation of the per-seed means (each seed's mean over cells) across seeds; blank with one seed"
 _CI = (f"95% interval of the hierarchical bootstrap over seeds and test pairs ({N_BOOT:,} replicates, "
-       "docs/statistics.md); with a few seeds it is too narrow, so a difference is decided only by the interval "
+       "docs/statistics.md), over the seeds the submission holds, as its mean; with a few seeds it is too narrow, so a difference is decided only by the interval "
        "beside Δ NTS vs naive")
 _BON = ("best-of-N (docs/best-of-n.md): a BoN accuracy is the % of test prompts whose top-scored of N candidate "
         "responses is gold-best (a tie at the top shares the credit); only for a protocol with candidate sets")
@@ -76,7 +76,8 @@ BOARD_COLUMNS = [
            "holds)", True, False),
     Column("NTS 95% CI", "NTS's " + _CI, True, True),
     Column("NTS ±", "NTS spread: " + _SPREAD, True, False),
-    Column("rank 95%", "Range of the method's rank over the bootstrap replicates (the ceiling is not ranked)", False, True),
+    Column("rank 95%", "Range of the method's rank over the bootstrap replicates, on the seeds every submission of the "
+           "group holds (the ceiling is not ranked)", False, True),
     Column("AOG", "Gain out of distribution, points: Acc_student(T) − Acc_teacher(T) on a sibling target T, mean "
            "over cells and seeds", True, True),
     Column("AOG 95% CI", "AOG's " + _CI, True, False),

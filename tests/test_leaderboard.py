@@ -567,9 +567,10 @@ def test_the_verdict_says_why_nothing_is_decided(board, reference):
 
 def test_the_board_says_what_was_run(reference):
     line = core.data_line(reference)
-    assert [(p.name, p.synthetic) for p in line.protocols] == [("mini", True), ("mini+cap-train800-test200", True)]
+    assert [(p.name, p.synthetic) for p in line.protocols] == [("mini", True), ("mini+cap-train800-test200", True),
+                                                               ("mini-v2", True)]
     assert [(s.checkpoint, s.size, s.pairs) for s in line.students] == [
-        ("all-MiniLM-L6-v2", "a 22.7M-parameter encoder", ("tiny", "tiny+early-stop")),
+        ("all-MiniLM-L6-v2", "a 22.7M-parameter encoder", ("tiny", "tiny-lr3e-4", "tiny+early-stop")),
         ("SmolLM2-135M-Instruct", "a 135M-parameter decoder", ("smol",))]
     assert [p.name for p in line.missing] == ["w2s-shift-v1"] and line.seeds == "0 1 2"
     from leaderboard import render

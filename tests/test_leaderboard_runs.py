@@ -80,6 +80,23 @@ def test_a_difference_is_decided_over_runs_and_each_row_says_what_it_rests_on(bo
     assert shared.loc["anchor_lam=0.5_layers=last", "runs"] == 6 and shared.loc["ceiling", "runs"] == 4
 
 
+def test_a_rows_nts_interval_is_over_the_seeds_its_mean_is(board, seq_runs):
+    """A submission grown past the seeds the group holds in common: its NTS is the mean over its 3 seeds, so its
+    interval is a bootstrap of those 3, not of the group's 2 (it was, and did not always hold its own NTS)."""
+    from bench.core.stats import Board as Bootstrap
+
+    cells = pairs_of(board, seq_runs)
+    table = core.ranking(board, *group(seq_runs)).set_index("submission")
+    rows = {key.rsplit("/", 1)[-1]: row for key, row in table.iterrows() if key}
+    shared = Bootstrap([c for own in cells.values() for c in own])
+    assert shared.seeds == (0, 1)
+    for slug, seeds in (("naive", (0, 1, 2)), ("anchor_lam=0.5_layers=last", (0, 1, 2)), ("ceiling", (0, 1))):
+        own = Bootstrap(cells[slug]) if len(seeds) > 2 else shared
+        nts = own.stats(slug, ceiling=None).metrics["nts"]
+        assert own.seeds == seeds and rows[slug]["NTS 95% CI"] == interval_text(nts.low, nts.high)
+        assert (rows[slug]["NTS low"], rows[slug]["NTS high"]) == pytest.approx((nts.low, nts.high))
+
+
 def test_report_prints_the_runs_a_decision_rests_on_as_integers(seq_runs, capsys):
     """bench report's decision table: "6", not "+6.00" (its float format is for the signed metrics)."""
     from bench.cli import main
