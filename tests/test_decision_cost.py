@@ -1,0 +1,32 @@
+"""benchmarks/decision_cost.py: a method's runs' cost in all, from its cells' own stage timers."""
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+import decision_cost  # noqa: E402
+
+CELLS = REPO / "extra-seeds" / "mini-v2" / "tiny-lr3e-4"
+
+
+def test_the_cost_is_every_run_of_the_method_teacher_stages_left_out(capsys):
+    """The ceiling's committed v2 cells: each run counts the stages a cached teacher leaves (labels, the
+    student's training and scoring), summed by hand here from the result.json files."""
+    folder = CELLS / "ceiling"
+    if not folder.is_dir():
+        pytest.skip("no committed v2 cells")
+    timers = [json.loads(p.read_text())["timings_s"] for p in sorted(folder.rglob("result.json"))]
+    expected = sum(t["teacher_label"] + t["student_train"] + t["student_score"] + t["student_candidates"] for t in timers)
+    assert sum(t["teacher_train"] for t in timers) > 0   # some cells trained the teacher: that is left out
+    assert decision_cost.main([str(folder)]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[:3] == ["ceiling", str(len(timers)), str(len({p.parent.parent.name for p in folder.rglob("result.json")}))]
+    assert float(row[-1]) == pytest.approx(expected / 3600, abs=0.005)
+
+
+def test_no_cells_is_an_error_that_names_the_folder(tmp_path, capsys):
+    assert decision_cost.main([str(tmp_path)]) == 1
+    assert str(tmp_path) in capsys.readouterr().err
