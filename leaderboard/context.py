@@ -120,7 +120,7 @@ class Context:
     protocol_hash: str
     models: str
     models_words: str
-    seeds: int
+    seeds: str            # seeds per submission: "3", or "5–10" where a comparison grew some past the others
     cells: int            # source -> target cells per seed
     test_pairs: str       # per eval set: "400", or "100–400" when they differ
     submissions: int
@@ -141,10 +141,13 @@ def context(board: Board, table: pd.DataFrame) -> list[Context]:
         sizes = sorted({e.n_pairs for v in entries for c in v.cells for e in c.eval_sets.values()})
         newest = max(entries, key=lambda v: str(v.submission["created_utc"]))
         code = newest.submission["code_version"]
-        commits = ", ".join(str(c)[:7] for c in code.get("git_commits", []) if c) or "unknown"
+        commits = [str(c)[:7] for c in code.get("git_commits", []) if c]
+        commits_text = (f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}" if commits else "an unknown commit")
+        held = sorted({int(n) for n in rows.loc[rows["role"] != "teacher", "seeds"]} or {int(teacher["seeds"])})
         out.append(Context(protocol, newest.submission["protocol"]["version"], newest.submission["protocol"]["hash"],
-                           models, model_pair_words(newest.submission["models"], training=True), int(teacher["seeds"]),
+                           models, model_pair_words(newest.submission["models"], training=True),
+                           str(held[0]) if len(held) == 1 else f"{held[0]}–{held[-1]}",
                            int(teacher["cells"]), f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}–{sizes[-1]:,}",
                            len(entries), str(newest.submission["created_utc"])[:10], newest.submission["slug"],
-                           commits + (" (dirty tree)" if code.get("dirty") else "")))
+                           commits_text + (" (dirty tree)" if code.get("dirty") else "")))
     return out

@@ -221,7 +221,7 @@ class Verdict:
         if not self.better and not self.worse:
             return "No method is decidedly better or worse than naive: " + (
                 f"{named} {'is' if n == 1 else 'are'} undecided" if named else f"all {n} are undecided")
-        rest = (f"undecided: {named}" if named else f"the other {n} are undecided") if n else "none is undecided"
+        rest = (f"undecided: {named}" if named else f"the other {n} are undecided") if n else "no other is undecided"
         return (f"Decidedly better than naive: {', '.join(self.better) or 'none'}; decidedly worse: "
                 f"{', '.join(self.worse) or 'none'}; {rest}")
 

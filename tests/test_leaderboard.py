@@ -235,10 +235,13 @@ def test_students_trained_outside_the_harness_are_marked(board):
 def test_the_context_line_says_what_was_run(reference):
     [line] = core.context(reference, mini_tiny(reference))
     assert (line.protocol, line.version, line.models, line.seeds, line.cells, line.test_pairs, line.submissions) == \
-        ("mini", "1.0", "tiny", 3, 12, "400", reference_count())
+        ("mini", "1.0", "tiny", "3", 12, "400", reference_count())
     assert line.models_words == ("all-MiniLM-L6-v2 cut to its first layer (weak teacher) → all-MiniLM-L6-v2 "
                                  "(strong student)")
-    assert re.fullmatch(r"\d{4}-\d\d-\d\d", line.updated) and re.fullmatch(r"[0-9a-f]{7}(, [0-9a-f]{7})*", line.commit)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", line.updated)
+    assert re.fullmatch(r"commit [0-9a-f]{7}|commits [0-9a-f]{7}(, [0-9a-f]{7})+", line.commit)
+    [v2] = core.context(reference, core.ranking(reference, protocol="mini-v2", models="tiny-lr3e-4"))
+    assert v2.seeds == "5–10"   # naive's ten seeds (the A/A pool), the ceiling's and ANCHOR's five or six
 
 
 def test_methods_link_to_their_paper_and_code():
