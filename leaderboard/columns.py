@@ -71,7 +71,7 @@ BOARD_COLUMNS = [
     Column("runs", "What Δ NTS vs naive and its interval rest on: one run per (seed, source) cell both naive and the "
            "method hold, and the seeds they span ('30 runs (5 seeds)'); '18 runs (3 of 5 seeds)' where the submission "
            "holds more seeds than naive (a comparison grown until decided, bench compare --until-decided); on naive's "
-           "own row the seeds it holds", False, True, RUNS),
+           "own row the runs and seeds it holds", False, True, RUNS),
     Column("Δ 95% CI", "Bootstrap 95% interval of Δ NTS vs naive (over the seeds every submission of the group "
            "holds)", True, False),
     Column("NTS 95% CI", "NTS's " + _CI, True, True),

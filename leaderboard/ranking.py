@@ -111,12 +111,13 @@ def _teacher_row(group: pd.DataFrame, ceiling: pd.Series | None, ceiling_ci: dic
             "problem": "submissions disagree on the teacher (bench validate shows where)" if disagree else ""}
 
 
-def rests_on(decision: Decision | None, held: int) -> str:
+def rests_on(decision: Decision | None, held: int, runs: int = 0) -> str:
     """What a row's Δ vs naive rests on, with the seeds its submission holds where they are more: "30 runs (5
     seeds)", "18 runs (3 of 5 seeds)" (a submission grown further than naive), "3 seeds" (decided over seeds);
-    without a Δ (naive's own row, a submission that does not validate), the seeds it holds."""
+    without a Δ (naive's own row, a submission that does not validate), what it holds: its ``runs`` where its
+    group's runs are independent ("60 runs (10 seeds)", in the unit of the rows beside it), else its seeds."""
     if decision is None:
-        return plural(held, "seed")
+        return f"{runs} runs ({plural(held, 'seed')})" if runs else plural(held, "seed")
     if decision.runs and decision.seeds < held:
         return f"{decision.runs} runs ({decision.seeds} of {held} seeds)"
     return decision.rests_on
@@ -144,7 +145,9 @@ def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, c
            "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ low": delta[1], "Δ high": delta[2],
            **{name: decided.get(name, "") for name in DECIDING}, **_deciding(decided, "Δ decides"),
            "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean(),
-           "runs": rests_on(decided.get("deciding", {}).get("nts"), int(summary["seeds"])),
+           "runs": rests_on(decided.get("deciding", {}).get("nts"), int(summary["seeds"]),
+                            len(cells_of[["seed", "source"]].drop_duplicates())
+                            if board.independent(first["protocol"], first["models"]) else 0),
            "Δ BoN NTS vs naive": bon.get("Δ BoN NTS vs naive", math.nan), "BoN decided": bon.get("decided", ""),
            **_deciding(bon, "Δ BoN")}
     for name in METRICS.values():

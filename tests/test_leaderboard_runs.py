@@ -56,7 +56,7 @@ def test_a_difference_is_decided_over_runs_and_each_row_says_what_it_rests_on(bo
     rows = {key.rsplit("/", 1)[-1]: row for key, row in table.iterrows() if key}
     assert {slug: rows[slug]["runs"] for slug in cells} == {
         "anchor_lam=0.5_layers=last": "6 runs (3 seeds)", "anchor_lam=2.0_layers=last": "4 runs (2 seeds)",
-        "ceiling": "4 runs (2 seeds)", "naive": "3 seeds"}   # naive's own row: the seeds it holds, no Δ
+        "ceiling": "4 runs (2 seeds)", "naive": "6 runs (3 seeds)"}   # naive's own row: what it holds, no Δ
     assert {slug: rows[slug]["seeds"] for slug in cells} == {"anchor_lam=0.5_layers=last": 3,
                                                              "anchor_lam=2.0_layers=last": 2, "ceiling": 2, "naive": 3}
     for slug in cells:
@@ -119,11 +119,11 @@ def test_the_default_columns_follow_the_groups_seeding(board, seq_runs, runs):
              for r in seq.rows}
     anchor = shown["anchor", "lam=0.5, layers=last"]
     assert anchor["runs"] == "6 runs (3 seeds)" and anchor["Δ 95% (runs)"].startswith("[")
-    assert shown["naive", ""]["runs"] == "3 seeds" and shown["teacher (weak)", ""]["runs"] == ""
+    assert shown["naive", ""]["runs"] == "6 runs (3 seeds)" and shown["teacher (weak)", ""]["runs"] == ""
     numbers = [cell.text for row in seq.rows for cell in row.cells if cell.number]
     assert all(NUMBER.fullmatch(t) for t in numbers) and "-0.0" not in numbers
     runs_at = SEQ_DEFAULT.index("runs")
-    assert sorted(r.cells[runs_at].sort for r in seq.rows if r.cells[runs_at].text.endswith(")")) == [4, 4, 6]
+    assert sorted(r.cells[runs_at].sort for r in seq.rows if r.cells[runs_at].text.endswith(")")) == [4, 4, 6, 6]
     plain = core.shown(core.ranking(board, *group(runs)), board=board)
     names = [c.name for c in plain.columns]
     assert "Δ t 95% (seeds)" in names and "Δ 95% (runs)" not in names and "runs" not in names
@@ -138,6 +138,7 @@ def test_what_a_row_rests_on_names_the_seeds_its_submission_holds_beyond_naives(
     assert core.rests_on(over_runs, 5) == "18 runs (3 of 5 seeds)"   # grown further than naive
     assert core.rests_on(Decision(-1.0, 2.0, False, 0.5, seeds=3), 3) == "3 seeds"   # v1: decided over seeds
     assert core.rests_on(None, 1) == "1 seed"
+    assert core.rests_on(None, 10, runs=60) == "60 runs (10 seeds)"   # naive's own row, on independent runs
 
 
 def test_the_verdict_definitions_and_cards_name_the_rule_over_runs(board, seq_runs, runs):
