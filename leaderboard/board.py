@@ -142,9 +142,9 @@ def _decided(valid: list[Validation], cells: list, metric: str, category: str | 
         return {}
     found = {slugs[row.pop("method")]: row for row in table.to_dict("records")}
     for slug, sub in slugs.items():
-        own = boot   # a submission holding more seeds than the group has in common: its intervals over its own
-        if {c.seed for c in cells if c.method == slug} > set(boot.seeds):   # seeds, as its NTS is their mean
-            own = Bootstrap([c for c in cells if c.method == slug])
+        # a submission holding more seeds than the group has in common: its intervals over its own, as its NTS
+        mine = [c for c in cells if c.method == slug]   # is their mean
+        own = Bootstrap(mine) if {c.seed for c in mine} > set(boot.seeds) else boot
         stats = own.stats(slug, ceiling=None, category=category, source=source).metrics
         found[sub]["ci"] = {m: (stats[m].low, stats[m].high) for m in METRICS}
         found[sub][f"{LABELS[metric]['nts']} 95% CI"] = interval_text(stats["nts"].low, stats["nts"].high)

@@ -41,8 +41,8 @@ class Column:
 
 _SPREAD = "± is the standard deviation of the per-seed means (each seed's mean over cells) across seeds; blank with one seed"
 _CI = (f"95% interval of the hierarchical bootstrap over seeds and test pairs ({N_BOOT:,} replicates, "
-       "docs/statistics.md), over the seeds the submission holds, as its mean; with a few seeds it is too narrow, so a difference is decided only by the interval "
-       "beside Δ NTS vs naive")
+       "docs/statistics.md), over the seeds the submission holds, as its mean; with a few seeds it is too narrow, "
+       "so a difference is decided only by the interval beside Δ NTS vs naive")
 _BON = ("best-of-N (docs/best-of-n.md): a BoN accuracy is the % of test prompts whose top-scored of N candidate "
         "responses is gold-best (a tie at the top shares the credit); only for a protocol with candidate sets")
 _BON_CI = (f"95% interval of the hierarchical bootstrap over seeds and candidate sets ({N_BOOT:,} replicates), as "

@@ -35,7 +35,7 @@ from bench.core.compare import (
     interval_text,
     plural,
 )
-from bench.core.report import TEACHER, fmt, summarise, teacher_rows
+from bench.core.report import TEACHER, fmt, runs_in, summarise, teacher_rows
 from bench.submissions.limits import Validation
 from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, scope, select
 
@@ -146,8 +146,7 @@ def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, c
            **{name: decided.get(name, "") for name in DECIDING}, **_deciding(decided, "Δ decides"),
            "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean(),
            "runs": rests_on(decided.get("deciding", {}).get("nts"), int(summary["seeds"]),
-                            len(cells_of[["seed", "source"]].drop_duplicates())
-                            if board.independent(first["protocol"], first["models"]) else 0),
+                            runs_in(cells_of) if board.independent(first["protocol"], first["models"]) else 0),
            "Δ BoN NTS vs naive": bon.get("Δ BoN NTS vs naive", math.nan), "BoN decided": bon.get("decided", ""),
            **_deciding(bon, "Δ BoN")}
     for name in METRICS.values():

@@ -144,7 +144,7 @@ def method_table(results: list[CellResult], by: str | None = None) -> pd.DataFra
     rows, columns, left_out = [], columns_of(cells), 0
     for values, group in cells.groupby(keys):
         whole = group[group["seed"].isin(whole_seeds(list(group.itertuples()), set(group["source"])))]
-        left_out += 0 if values[2] == TEACHER else group.drop_duplicates(["seed", "source"]).shape[0] - whole.drop_duplicates(["seed", "source"]).shape[0]
+        left_out += 0 if values[2] == TEACHER else runs_in(group) - runs_in(whole)
         summary = summarise(whole)
         rows.append({**dict(zip(keys, values)),
                      **{HEADERS[c]: fmt(summary.get(c, math.nan), summary.get(f"{c}_sd", math.nan), c in GAINS)
@@ -155,6 +155,11 @@ def method_table(results: list[CellResult], by: str | None = None) -> pd.DataFra
              .drop(columns="_nts").reset_index(drop=True))
     table.attrs["left_out"] = left_out
     return table
+
+
+def runs_in(cells: pd.DataFrame) -> int:
+    """How many runs (seed, source) the rows of ``cells`` (one per source -> target cell) come from."""
+    return len(cells[["seed", "source"]].drop_duplicates())
 
 
 def left_out_note(table: pd.DataFrame) -> str:
