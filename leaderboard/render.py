@@ -1,7 +1,9 @@
 """The board as HTML: one jinja2 environment with autoescape for the app's lines above the table and its
 ranking, and for the static page, so both show the same table, the same way, and submission text only
 ever as text. The CSS and the script (search, sorting, CSV) are files beside the templates, shared the
-same way. About is markdown, rendered from our own template and CITATION.cff (no submission text)."""
+same way. About is markdown, rendered from our own template and CITATION.cff (no submission text).
+``markdown_page`` is ``bench leaderboard --markdown``: the same lines in markdown, every submission text
+escaped (``columns.md_escape``)."""
 from __future__ import annotations
 
 from functools import cache
@@ -10,9 +12,10 @@ from pathlib import Path
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from leaderboard.columns import View
-from leaderboard.context import Context, DataLine
-from leaderboard.ranking import Verdict
+from leaderboard.board import Board, group_label
+from leaderboard.columns import View, markdown, md_escape
+from leaderboard.context import Context, DataLine, context
+from leaderboard.ranking import Verdict, ranking, verdict
 
 TEMPLATES = Path(__file__).parent / "templates"
 CSV_NAME = "shiftbench-ranking.csv"
@@ -58,3 +61,29 @@ def verdict_html(group: str, verdict: Verdict, where: str = "") -> Markup:
 
 def preview_html(group: str) -> Markup:
     return Markup(_parts().preview_line(group))
+
+
+def _context_md(c: Context) -> str:
+    return (f"**Protocol** `{md_escape(c.protocol)}` v{md_escape(c.version)} (hash `{md_escape(c.protocol_hash[:12])}`) · "
+            f"**Model pair** `{md_escape(c.models)}`: {md_escape(c.models_words)} · {md_escape(c.seeds)} "
+            f"seed{'s' if c.seeds != '1' else ''} × {c.cells} source → target cells · {md_escape(c.test_pairs)} test pairs "
+            f"per eval set · {c.submissions} submission{'s' if c.submissions != 1 else ''}, last updated "
+            f"{md_escape(c.updated)} (`{md_escape(c.updated_by)}`, run at {md_escape(c.commit)})")
+
+
+def markdown_page(board: Board, protocol: str | None = None, models: str | None = None) -> str:
+    """Per group (protocol x model pair): what was run, the ranking table (``columns.markdown``) and its
+    verdict with the rule that decided it, as the page shows them. Several groups get a warning first: each
+    has its own data, teacher and students, so only rows of one table compare."""
+    groups = [(p, m) for p, m in board.groups if protocol in (None, p) and models in (None, m)]
+    if not groups:
+        return "(no submissions)"
+    parts = [] if len(groups) == 1 else [
+        "Each table below is one protocol and model pair, with its own data, weak teacher and students: compare "
+        "rows within a table, never numbers across tables (a protocol's new version is a new table)."]
+    for p, m in groups:
+        table = ranking(board, p, m)
+        label = md_escape(group_label(p, m))
+        parts += [*([f"### {label}"] if len(groups) > 1 else []), *map(_context_md, context(board, table)),
+                  markdown(board, protocol=p, models=m), f"**Verdict on {label}:** {md_escape(verdict(board, table).text())}"]
+    return "\n\n".join(parts)

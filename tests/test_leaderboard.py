@@ -423,6 +423,7 @@ def test_the_cached_tree_checks_what_bench_validate_checks(runs, tmp_path):
 
 # --- static page, markdown, cards ------------------------------------------------------------------------------
 def test_markdown_and_static_page_escape_submission_text(runs, tmp_path):
+    from leaderboard.render import markdown_page
     from leaderboard.static import write_site
 
     board = core.load_board(hostile_root(runs, tmp_path / "subs"), runs.protocols, runs.model_pairs, tmp_path / "cache")
@@ -430,6 +431,8 @@ def test_markdown_and_static_page_escape_submission_text(runs, tmp_path):
     assert "<img" not in text and "&lt;img src=x" in text and "\\|\\*\\*bold\\*\\*" in text
     lines = text.splitlines()
     assert all(line.count(" | ") == lines[0].count(" | ") for line in lines if not line.startswith("|---"))
+    page_md = markdown_page(board)   # the context and verdict lines around the table escape it too
+    assert text in page_md and "<img" not in page_md and "**Verdict on mini-test · tiny-test:**" in page_md
     page = write_site(board, tmp_path / "site", runs.protocols, runs.model_pairs)
     html = page.read_text()
     assert "<img src=x" not in html and "&lt;img src=x onerror=&#34;window.__xss=1&#34;&gt;" in html
@@ -526,7 +529,8 @@ def test_bench_leaderboard_markdown_and_html(runs, tmp_path, monkeypatch, capsys
             monkeypatch.setitem(registry._entries, name, spec)
     assert main(["leaderboard", "--submissions", str(runs.submissions), "--markdown", "--html", str(tmp_path / "site")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("| rank | method | params | NTS | decided |") and "| 1 | " in out and TEACHER in out
+    assert out.startswith("**Protocol** `mini-test` v1.0 (hash `") and "\n| rank | method | params | NTS | decided |" in out
+    assert "| 1 | " in out and TEACHER in out and "\n**Verdict on mini-test · tiny-test:** One seed" in out
     assert (tmp_path / "site" / "index.html").is_file() and list((tmp_path / "cache" / "leaderboard").glob("*.json"))
     assert main(["leaderboard", "--submissions", str(tmp_path / "missing")]) == 2
     assert "no submissions folder" in capsys.readouterr().err
@@ -582,6 +586,7 @@ def test_the_board_says_what_was_run(reference):
 
     html = render.data_html(line)
     assert "synthetic data only." in html and "<code>w2s-shift-v1</code> has no submissions yet" in html
+    assert "<b>Compare rows within one group</b> (protocol × model pair)" in html   # mini and mini-v2 differ
     assert "bench run --protocol w2s-shift-v1 --models PAIR --method NAME --seeds 0 1 2" in html
     assert reference.groups[0] == ("mini", "tiny")   # the board opens on the group with the most submissions
 

@@ -195,6 +195,7 @@ def test_the_ablation_draws_the_interval_over_runs(board, seq_runs):
 
 
 def test_the_static_page_markdown_and_cache_keep_the_rule_per_group(board, both, seq_runs, tmp_path):
+    from leaderboard.render import markdown_page
     from leaderboard.static import write_site
 
     _, protocols, model_pairs = both
@@ -208,6 +209,13 @@ def test_the_static_page_markdown_and_cache_keep_the_rule_per_group(board, both,
     text = core.markdown(board, protocol=group(seq_runs)[0])
     assert text.splitlines()[0] == "| " + " | ".join(SEQ_DEFAULT) + " |"
     assert "| 6 runs (3 seeds) |" in text
+    page_md = markdown_page(board)   # bench leaderboard --markdown: each group's context, table and verdict
+    assert page_md.startswith("Each table below is one protocol and model pair") and page_md.count("### ") == 2
+    first_group = page_md.split("### ")[1 + board.groups.index(group(seq_runs))]
+    assert f"**Protocol** `{group(seq_runs)[0]}` v" in first_group and text in first_group
+    assert f"Δ NTS vs naive is {RUNS_RULE}" in first_group and "**Verdict on " in first_group
+    only = markdown_page(board, *group(seq_runs))
+    assert only == first_group.split("\n\n", 1)[1].rstrip("\n") and "Each table below" not in only
     again = core.load_board(*both, tmp_path / "cache")   # from a fresh cache, then from the stored entries
     cached = core.load_board(*both, tmp_path / "cache")
     columns = ["submission", "Δ NTS vs naive", "Δ decides low", "Δ 95% (runs)", "runs", "decided"]

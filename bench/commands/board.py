@@ -60,12 +60,14 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
             print(f"wrote {write_site(board, args.html)}", file=sys.stderr)
         if args.markdown:
+            from leaderboard.render import markdown_page
+
             protocol, models = args.only or (None, None)
             groups = sorted({(v.submission["protocol"]["name"], v.submission["models"]["name"]) for v in board.entries})
             if args.only and tuple(args.only) not in groups:
                 raise BenchError(f"--only {protocol} {models}: no submission of that protocol and model pair under "
                                  f"{args.submissions}; there are: {', '.join(' '.join(g) for g in groups) or 'none'}")
-            print(core.markdown(board, protocol=protocol, models=models))
+            print(markdown_page(board, protocol=protocol, models=models))
         return 0
     from leaderboard.app import serve
 
