@@ -114,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "NTS) difference is decided or known to ±--precision points, or --budget is spent (a protocol seeded per "
                               "source, whose sequential boundaries keep the 95%% however early it stops; resumable). The second "
                               "method's replicates in the folder (B#1, ...: bench run --replicate) run too, each run's control")
+    compare.add_argument("--fresh-from", type=int, default=0, metavar="SEED",
+                         help="leave out the seeds below SEED: they chose this comparison (e.g. the zoo's best three by "
+                              "NTS at the protocol's seeds 0 1 2: --fresh-from 3), and runs that chose a method because "
+                              "they favour it would bias its interval; with --until-decided the looks count from SEED")
     compare.add_argument("--budget", type=float, default=2.0, metavar="CPU_HOURS",
                          help="with --until-decided: CPU-hours this command may spend (default 2)")
     compare.add_argument("--precision", type=float, default=1.0, metavar="POINTS",

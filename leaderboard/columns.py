@@ -63,7 +63,8 @@ BOARD_COLUMNS = [
            "after Δ) excludes 0, else 'no' (the bootstrap alone is too optimistic: docs/statistics.md)",
            False, True),
     Column("Δ NTS vs naive", "NTS − naive's NTS, paired: same seeds, teacher and test pairs (on a protocol seeded "
-           "per source, over every seed both hold)", True, True),
+           "per source, over every seed both hold, so where the two rows hold different seeds it is not the "
+           "difference of their NTS columns, each of which is over its own seeds)", True, True),
     Column(decision_column(False), "t 95% interval over the per-seed differences of Δ NTS vs naive, the interval "
            f"that decides: a difference is {decision_rule(False)}", True, True, SEEDS),
     Column(decision_column(True), "95% interval of Δ NTS vs naive over independent runs, the interval that decides: "

@@ -88,6 +88,45 @@ def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_p
     assert capsys.readouterr().out.splitlines()[-1].split(";")[0] == verdict
 
 
+def test_fresh_from_leaves_out_the_seeds_that_chose_the_comparison(tmp_path, capsys, small_protocol, registered_small):
+    """--fresh-from 1: seed 0 chose the method (the zoo's best three, say), so the comparison runs and looks at
+    seeds 1 on only; its numbers are those of the same folder without seed 0, and seed 0 is never run again."""
+    import shutil
+
+    from bench.cli import main
+    from bench.core.protocols import PROTOCOLS
+
+    _, models = registered_small
+    protocol = dataclasses.replace(small_protocol, name="mini-fresh", seeding="per-source", looks=(2, 3), seeds=(0,))
+    if protocol.name not in PROTOCOLS:
+        PROTOCOLS.register(protocol.name, protocol)
+    out = tmp_path / "out"
+    for method, params, replicate in (("naive", {}, 0), ("length", {}, 0), ("naive", {}, 1)):
+        pipeline.run(RunSettings(protocol, models, method, params, protocol.datasets, [0], out, tmp_path / "cache",
+                                 replicate=replicate))
+    group = out / protocol.name / models.name
+    written = {p: p.stat().st_mtime_ns for p in group.glob("*/seed0/*/result.json")}
+    assert main(["compare", "length", "naive", "--out", str(group), "--until-decided", "--fresh-from", "1",
+                 "--precision", "0", "--cache-dir", str(tmp_path / "cache")]) == 0
+    printed = capsys.readouterr().out
+    assert "from seed 1 (the seeds before it chose length: left out)" in printed and "\n  2 seeds," in printed
+    held = {p.name for p in (group / "length").iterdir()}
+    assert held in ({"seed0", "seed1", "seed2"}, {"seed0", "seed1", "seed2", "seed3"})   # looks at 2 and 3 fresh seeds
+    assert {p.name for p in (group / "naive#1").iterdir()} == held
+    assert {p: p.stat().st_mtime_ns for p in group.glob("*/seed0/*/result.json")} == written   # seed 0 not rerun
+    assert main(["compare", "length", "naive", "--out", str(group), "--fresh-from", "1"]) == 0
+    fresh = capsys.readouterr().out
+    without = tmp_path / "without-seed0"
+    shutil.copytree(group, without)
+    for folder in without.glob("*/seed0"):
+        shutil.rmtree(folder)
+    assert main(["compare", "length", "naive", "--out", str(without)]) == 0
+    alone = capsys.readouterr().out
+    assert f"({len(held) - 1} seeds from seed 1, " in fresh and fresh.splitlines()[1:] == alone.splitlines()[1:]
+    assert main(["compare", "length", "naive", "--out", str(group)]) == 0   # without it, seed 0 counts
+    assert capsys.readouterr().out.splitlines()[1:] != alone.splitlines()[1:]
+
+
 def test_a_sequential_protocol_takes_further_whole_seeds_without_a_gap(small_protocol):
     """seed_order / submission_seeds: the protocol's seeds, then the next ones up to the plan's last look."""
     fixed = dataclasses.replace(small_protocol, seeds=(0, 1))

@@ -67,10 +67,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         return until_decided(args.out[0] if len(args.out) == 1 else args.out, args.a, args.b,
                              budget_hours=args.budget, precision=args.precision, batch=args.batch,
-                             jobs=args.jobs or auto_jobs(), cache_dir=args.cache_dir, metric=args.metric)
+                             jobs=args.jobs or auto_jobs(), cache_dir=args.cache_dir, metric=args.metric,
+                             from_seed=args.fresh_from)
 
-    board, (a, b) = board_for(args.out, [args.a, args.b], args.metric)
-    print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds, "
+    board, (a, b) = board_for(args.out, [args.a, args.b], args.metric, args.fresh_from)
+    fresh = f" from seed {args.fresh_from}" if args.fresh_from else ""
+    print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds{fresh}, "
           f"{board.resamples.n} bootstrap replicates, seed {BOOTSTRAP_SEED}); a difference is {decision_rule(board.independent)}")
     print(comparison_table(board, a, b, args.by, args.metric).to_string(index=False))
     return 0

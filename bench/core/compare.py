@@ -295,13 +295,16 @@ def board_across_pairs(root: Path | Sequence[Path], names: list[str], metric: st
         raise BenchError(f"cannot compare {a} and {b}: {error}") from None
 
 
-def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metric: str = "nts"
+def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metric: str = "nts", from_seed: int = 0
               ) -> tuple[Board, list[str]]:
     """The bootstrap board of the one (protocol, model pair) under ``root`` (a folder, or several whose cells
     add up) that holds ``names`` (all its methods without names), and the names resolved to slugs; a name
     with ``@PAIR`` compares across model pairs (``board_across_pairs``). ``metric`` "bon-nts": a board of
-    the cells' BoN views (``view``)."""
+    the cells' BoN views (``view``). ``from_seed``: the seeds below it are left out (they chose the comparison:
+    ``bench compare --fresh-from``)."""
     if names and any(split_pair(n)[1] for n in names):
+        if from_seed:
+            raise BenchError("--fresh-from compares the methods of one model pair; leave out @PAIR")
         return board_across_pairs(root, names, metric)
     roots = folders(root)
     groups = cells_under(*roots)
@@ -315,6 +318,7 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metri
                          f"{roots[0] / '/'.join(next(iter(groups)))}")
     cells = next(iter(groups.values()))
     slugs = [resolve(cells, n) for n in names or []]
+    cells = [c for c in cells if c.seed >= from_seed]
     controls: list[Cell] = []
     if slugs:   # the last named method's replicates correct each run's difference against it (runs_delta)
         from bench.core.results import replicates_of

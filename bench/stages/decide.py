@@ -12,6 +12,10 @@ On a protocol whose runs are independent (ProtocolSpec.seeding "per-source") wit
      every comparison against B then shares them) (bench.stages.pipeline: a finished cell
      is skipped, so a stopped command resumes where it was, and cells another comparison ran are reused).
 It prints every look and what it spent (CPU-seconds of this process and its workers).
+
+``from_seed`` (``--fresh-from N``): the seeds below N chose this comparison (the zoo's best three by NTS at the
+protocol's seeds 0-2, say). Runs that chose a method because they favoured it would bias its interval towards a
+decision, so they are left out: the comparison starts afresh at seed N, its looks counting the seeds from N.
 """
 from __future__ import annotations
 
@@ -77,7 +81,7 @@ def run_seeds(settings, seeds: list[int], jobs: int) -> None:
 
 
 def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: float = 1.0, batch: int = 1,
-                  jobs: int = 1, cache_dir: Path | None = None, metric: str = "nts") -> int:
+                  jobs: int = 1, cache_dir: Path | None = None, metric: str = "nts", from_seed: int = 0) -> int:
     from bench.core.compare import LABELS, board_for, interval_text, plural
 
     if not isinstance(out, (str, Path)):
@@ -96,11 +100,15 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
     first, last = results[0].protocol.looks
     sides = [settings_of(result, Path(out), cache_dir) for result in results]
     spent, start = 0.0, cpu_seconds()
-    print(f"{slug_a} − {slug_b} on {protocol}/{models}: {LABELS[metric]['nts']} over independent runs, "
+    fresh = f" from seed {from_seed} (the seeds before it chose {slug_a}: left out)" if from_seed else ""
+    print(f"{slug_a} − {slug_b} on {protocol}/{models}: {LABELS[metric]['nts']} over independent runs{fresh}, "
           f"looks at {first}..{last} seeds; stop when decided, at ±{precision:g} points, at {last} seeds or after "
           f"{budget_hours:g} CPU-hours" + (f"; {', '.join(controls)} run too, the control of each run" if controls else ""))
+    if from_seed:   # the fresh seeds of the first look; a look at fewer decides nothing (its boundary is infinite)
+        for settings in sides:
+            run_seeds(settings, list(range(from_seed, from_seed + first)), jobs)
     while True:
-        board, _ = board_for(out, [slug_a, slug_b], metric)
+        board, _ = board_for(out, [slug_a, slug_b], metric, from_seed)
         delta = board.runs_delta(slug_a, slug_b)
         half = (delta.high - delta.low) / 2
         spent = cpu_seconds() - start
@@ -118,8 +126,8 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
                   f"{interval_text(delta.low, delta.high)} over {delta.runs} runs ({delta.seeds} seeds); "
                   f"{spent:.0f} CPU-seconds spent by this command")
             return 0
-        seeds = list(range(min(last, delta.seeds + batch)))
-        print(f"  running seeds {delta.seeds}..{seeds[-1]} of each ({len(sides)} runs per cell x "
+        seeds = list(range(from_seed, from_seed + min(last, delta.seeds + batch)))
+        print(f"  running seeds {from_seed + delta.seeds}..{seeds[-1]} of each ({len(sides)} runs per cell x "
               f"{len(sides[0].protocol.datasets)} sources)", file=sys.stderr, flush=True)
         for settings in sides:
             run_seeds(settings, seeds, jobs)
