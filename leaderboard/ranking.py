@@ -228,8 +228,13 @@ class Verdict:
                 f"{', '.join(self.worse) or 'none'}; {rest}")
 
     def rule(self) -> str:
-        """The rule that decided, in ``bench.core.compare.decision_rule``'s words; none beside a note."""
-        return "" if self.note else f"Δ NTS vs naive is {decision_rule(self.independent)}."
+        """The rule that decided, in ``bench.core.compare.decision_rule``'s words, and what it means across rows
+        (each row is its own 95% decision, not corrected for the others); none beside a note."""
+        if self.note:
+            return ""
+        n = len(self.better) + len(self.worse) + len(self.undecided)
+        return (f"Δ NTS vs naive is {decision_rule(self.independent)}. Each row is its own 95% decision: of {n} rows "
+                f"no different from naive, up to {n / 20:.1f} could come out decided by chance.")
 
     def text(self) -> str:
         return self.note or f"{self.head()}. {self.rule()}"

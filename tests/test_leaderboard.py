@@ -558,7 +558,9 @@ def test_the_verdict_reads_the_harness_rule(reference):
     assert len(found.undecided) == len(ranked) - 1 - 3   # naive is no contender of itself
     assert found.text() == ("Decidedly better than naive: none; decidedly worse: anchor (lam=10.0, layers=last), "
                             f"length, probe; the other {len(found.undecided)} are undecided. Δ NTS vs naive is decided "
-                            "when its t-interval over the seeds excludes 0 (docs/statistics.md).")
+                            "when its t-interval over the seeds excludes 0 (docs/statistics.md). Each row is its own 95% "
+                            f"decision: of {len(ranked) - 1} rows no different from naive, up to {(len(ranked) - 1) / 20:.1f} "
+                            "could come out decided by chance.")
     travel = core.verdict(reference, mini_tiny(reference, source="travel"))   # the filters scope it, as they do Δ
     assert travel.worse != found.worse or travel.undecided != found.undecided
 
