@@ -114,6 +114,8 @@ def test_fresh_from_leaves_out_the_seeds_that_chose_the_comparison(tmp_path, cap
     assert held in ({"seed0", "seed1", "seed2"}, {"seed0", "seed1", "seed2", "seed3"})   # looks at 2 and 3 fresh seeds
     assert {p.name for p in (group / "naive#1").iterdir()} == held
     assert {p: p.stat().st_mtime_ns for p in group.glob("*/seed0/*/result.json")} == written   # seed 0 not rerun
+    assert main(["compare", "length", "naive", "--out", str(group), "--fresh-from", "9"]) == 2
+    assert "length has no finished cell from seed 9 on under" in capsys.readouterr().err
     assert main(["compare", "length", "naive", "--out", str(group), "--fresh-from", "1"]) == 0
     fresh = capsys.readouterr().out
     without = tmp_path / "without-seed0"

@@ -319,6 +319,10 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metri
     cells = next(iter(groups.values()))
     slugs = [resolve(cells, n) for n in names or []]
     cells = [c for c in cells if c.seed >= from_seed]
+    for slug in slugs:
+        if not any(c.method == slug for c in cells):
+            raise BenchError(f"{slug} has no finished cell from seed {from_seed} on under {named(roots)}: run its seeds "
+                             f"from {from_seed} (bench compare ... --until-decided --fresh-from {from_seed} runs them)")
     controls: list[Cell] = []
     if slugs:   # the last named method's replicates correct each run's difference against it (runs_delta)
         from bench.core.results import replicates_of
