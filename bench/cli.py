@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.commands.args import add_cell_arguments, add_run_arguments, parse_grid, parse_param
+from bench.commands.args import add_cell_arguments, add_run_arguments, parse_grid, parse_param, parse_seed
 from bench.commands.board import cmd_leaderboard, cmd_submit, cmd_validate
 from bench.commands.read import cmd_card, cmd_compare, cmd_list, cmd_report, cmd_verify
 from bench.commands.run import cmd_evaluate, cmd_export, cmd_labels, cmd_run, cmd_sweep
@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
                               "NTS) difference is decided or known to ±--precision points, or --budget is spent (a protocol seeded per "
                               "source, whose sequential boundaries keep the 95%% however early it stops; resumable). The second "
                               "method's replicates in the folder (B#1, ...: bench run --replicate) run too, each run's control")
-    compare.add_argument("--fresh-from", type=int, default=0, metavar="SEED",
+    compare.add_argument("--fresh-from", type=parse_seed, default=0, metavar="SEED",
                          help="leave out the seeds below SEED: they chose this comparison (e.g. the zoo's best three by "
                               "NTS at the protocol's seeds 0 1 2: --fresh-from 3), and runs that chose a method because "
                               "they favour it would bias its interval; with --until-decided the looks count from SEED")

@@ -54,12 +54,13 @@ def end(looks: tuple[int, int], sources: int, seeds: int, df: int, sd: float) ->
 
 
 def grow(draws: np.ndarray, looks: tuple[int, int], tail: float | None,
-         sparse: tuple[int, ...] | None = None) -> tuple[bool, bool, int]:
+         sparse: tuple[int, ...] | None = None, stop: int | None = None) -> tuple[bool, bool, int]:
     """One comparison grown seed by seed over ``draws`` (seeds x sources): (decided, stopped at +-1, seeds).
-    ``sparse``: looked at only at those seed counts (``looks`` and ``tail`` unused)."""
+    ``sparse``: looked at only at those seed counts (``looks`` and ``tail`` unused). ``stop``: the last look
+    taken, before the plan's last (the plan's boundaries kept: bench compare --fresh-from's end)."""
     from scipy.stats import chi2
 
-    first, last = (sparse[0], sparse[-1]) if sparse else looks
+    first, last = (sparse[0], sparse[-1]) if sparse else (looks[0], min(looks[1], stop or looks[1]))
     for seeds in sparse or range(first, last + 1):
         diffs = {str(s): draws[:seeds, s] for s in range(draws.shape[1])}
         estimate, low, high, runs, _, sources, df, sd, *_ = stratified(diffs, looks)

@@ -5,7 +5,8 @@
 # should hold nothing else); `bench submit $OUT/mini-v2/tiny-lr3e-4/<slug>` packs a method's submission.
 # The replicates (naive#1, naive#2: the A/A pool) are not submissions: keep them with extra-seeds/.
 #
-#   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide (default: all, in the order below)
+#   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide (default: these, in the order below)
+#   TOP3="S1 S2 S3" benchmarks/v2_reference_plan.sh top3   # the zoo's best three, decided on fresh seeds
 #   benchmarks/v2_reference_plan.sh store           # copy the finished cells into extra-seeds/ (extra-seeds/README.md)
 #   benchmarks/v2_reference_plan.sh submit          # pack every method whose seeds are whole into submissions/
 #
@@ -45,11 +46,14 @@ decide() { # paired comparisons against naive until decided or within +-1 point 
   for method in ceiling confidence anchor_lam=1.0_layers=last anchor_lam=0.1_layers=last anchor_lam=10.0_layers=last; do
     bench compare "$method" naive --out "$OUT" --until-decided --budget "${BUDGET:-2}"
   done
-  # TOP3: the zoo's three best rows by NTS at the protocol's seeds, by their folder names, once the zoo has run.
-  # Those seeds chose them, so they decide on the seeds from 3 on only (--fresh-from: a choice made on the runs
-  # that decide it would bias the intervals towards "better").
+}
+
+top3() {   # TOP3="SLUG1 SLUG2 SLUG3": the zoo's three best rows by NTS at the protocol's seeds (folder names), once
+           # the zoo has run. Those seeds chose them, so they decide on the seeds from 3 on only (--fresh-from: a
+           # choice made on the runs that decide it would bias the intervals towards "better")
+  [ -n "${TOP3:-}" ] || { echo "top3: set TOP3 to the zoo's three best folder names (bench report --out $OUT)" >&2; exit 2; }
   # shellcheck disable=SC2086
-  for method in ${TOP3:-}; do
+  for method in $TOP3; do
     bench compare "$method" naive --out "$OUT" --until-decided --budget "${BUDGET:-2}" --fresh-from 3
   done
 }
@@ -75,8 +79,8 @@ submit() { # each method's cells, every whole seed it holds, as its reference su
 
 if [ $# -gt 0 ]; then
   for stage in "$@"; do
-    case "$stage" in aa|core|zoo|decide|store|submit) "$stage" ;;
-      *) echo "unknown stage '$stage': give aa, core, zoo, decide, store or submit" >&2; exit 2 ;; esac
+    case "$stage" in aa|core|zoo|decide|top3|store|submit) "$stage" ;;
+      *) echo "unknown stage '$stage': give aa, core, zoo, decide, top3, store or submit" >&2; exit 2 ;; esac
   done
 else   # the A/A pool's first seeds (naive's reference seeds among them), the core methods, then the rest
   aa "0 1 2"; core; aa; zoo; decide

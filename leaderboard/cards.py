@@ -15,7 +15,7 @@ from typing import Mapping
 from bench.core.errors import BenchError
 from bench.core.stats import N_BOOT
 from leaderboard.board import Board
-from leaderboard.columns import md_escape
+from leaderboard.columns import md_code, md_escape
 from leaderboard.context import early_stopping_words, model_pair_words
 
 CITATION = Path(__file__).resolve().parents[1] / "CITATION.cff"
@@ -60,7 +60,7 @@ def model_pair_card(name: str, model_pairs: Mapping | None = None, board: Board 
                      if v.submission["models"]["name"] == name), None)
     plain = to_plain(spec) if spec is not None else recorded
     if plain is None:
-        return f"# Model pair `{md_escape(name)}`\n\nNot registered here and in no submission.\n"
+        return f"# Model pair {md_code(name)}\n\nNot registered here and in no submission.\n"
     e = md_escape
 
     def model(who: str, model: Mapping) -> list[str]:
@@ -78,7 +78,7 @@ def model_pair_card(name: str, model_pairs: Mapping | None = None, board: Board 
                 + (f", early-stopped: {e(stopped)}" if (stopped := early_stopping_words(config.get("early_stopping")))
                    else ""))
 
-    lines = [f"# Model pair `{e(plain['name'])}`", "", f"**{e(model_pair_words(plain))}**", "",
+    lines = [f"# Model pair {md_code(plain['name'])}", "", f"**{e(model_pair_words(plain))}**", "",
              e(plain.get("description", "")), "", "## Models", "",
              *model("Weak teacher", plain.get("weak", {})), *model("Strong student", plain.get("strong", {})),
              "", "## Training", "",

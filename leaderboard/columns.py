@@ -268,8 +268,15 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
 
 
 def md_escape(text: object) -> str:
-    """Text that markdown and HTML show literally (HTML-escaped, markdown punctuation backslashed)."""
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(str(text), quote=False))
+    """Text that markdown and HTML show literally, on one line (HTML-escaped, markdown punctuation backslashed,
+    every run of white space one space: a line break could open a heading, a list or a rule)."""
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(" ".join(str(text).split()), quote=False))
+
+
+def md_code(text: object) -> str:
+    """Text as a markdown code span, on one line: a code span shows backslashes and markup literally and its
+    renderer escapes HTML, so only a backtick (which would end it) is changed, to a quote."""
+    return "`" + " ".join(str(text).split()).replace("`", "'") + "`"
 
 
 def markdown(board: Board, columns: list[str] | None = None, **filters) -> str:

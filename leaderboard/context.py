@@ -78,6 +78,7 @@ class DataLine:
     students: list[Student]
     missing: list[Protocol]       # registered protocols on real data with no submission yet
     seeds: str                    # the seeds a missing protocol's run takes ("0 1 2")
+    groups: int = 1               # protocol x model pair groups on the board: several are not comparable
 
 
 def _protocol(name: str, protocols: Mapping | None) -> Protocol | None:
@@ -109,7 +110,7 @@ def data_line(board: Board, protocols: Mapping | None = None) -> DataLine:
     missing = [p for name in registered if (p := _protocol(name, protocols)) and not p.synthetic]
     seeds = " ".join(map(str, protocol_named(missing[0].name, protocols).seeds)) if missing else ""
     return DataLine(shown, [Student(c, size, tuple(dict.fromkeys(pairs))) for c, (size, pairs) in students.items()],
-                    missing, seeds)
+                    missing, seeds, len(board.groups))
 
 
 # --- one group: what was run behind its numbers ------------------------------------------------------------------

@@ -233,8 +233,9 @@ class Verdict:
         if self.note:
             return ""
         n = len(self.better) + len(self.worse) + len(self.undecided)
-        return (f"Δ NTS vs naive is {decision_rule(self.independent)}. Each row is its own 95% decision: of {n} rows "
-                f"no different from naive, up to {n / 20:.1f} could come out decided by chance.")
+        return (f"Δ NTS vs naive is {decision_rule(self.independent)}. Each row is its own 95% decision, not "
+                f"corrected across rows: if none of these {n} differed from naive, on average up to {n / 20:.1f} would "
+                "still come out decided by chance.")
 
     def text(self) -> str:
         return self.note or f"{self.head()}. {self.rule()}"

@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from leaderboard.board import Board, group_label
-from leaderboard.columns import View, markdown, md_escape
+from leaderboard.columns import View, markdown, md_code, md_escape
 from leaderboard.context import Context, DataLine, context
 from leaderboard.ranking import Verdict, ranking, verdict
 
@@ -64,11 +64,11 @@ def preview_html(group: str) -> Markup:
 
 
 def _context_md(c: Context) -> str:
-    return (f"**Protocol** `{md_escape(c.protocol)}` v{md_escape(c.version)} (hash `{md_escape(c.protocol_hash[:12])}`) · "
-            f"**Model pair** `{md_escape(c.models)}`: {md_escape(c.models_words)} · {md_escape(c.seeds)} "
+    return (f"**Protocol** {md_code(c.protocol)} v{md_escape(c.version)} (hash {md_code(c.protocol_hash[:12])}) · "
+            f"**Model pair** {md_code(c.models)}: {md_escape(c.models_words)} · {md_escape(c.seeds)} "
             f"seed{'s' if c.seeds != '1' else ''} × {c.cells} source → target cells · {md_escape(c.test_pairs)} test pairs "
             f"per eval set · {c.submissions} submission{'s' if c.submissions != 1 else ''}, last updated "
-            f"{md_escape(c.updated)} (`{md_escape(c.updated_by)}`, run at {md_escape(c.commit)})")
+            f"{md_escape(c.updated)} ({md_code(c.updated_by)}, run at {md_escape(c.commit)})")
 
 
 def markdown_page(board: Board, protocol: str | None = None, models: str | None = None) -> str:

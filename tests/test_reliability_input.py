@@ -315,6 +315,21 @@ def test_the_board_shows_a_link_name_as_text():
     assert "<a " not in html and "[x](javascript:alert(1))" in html
 
 
+def test_markdown_text_and_code_spans_stay_on_their_line_and_literal():
+    """A recorded value with line breaks could open a heading, a rule or a list in the markdown board; in a code
+    span a backslash escape would show as a backslash, so code spans change a backtick only."""
+    from markdown_it import MarkdownIt
+
+    from leaderboard import core
+    from leaderboard.columns import md_code
+
+    hostile = "anchor_lam=1.0\n\n---\n# head\n1. item `x` <script>alert(1)</script>"
+    html = MarkdownIt().render(f"Context: {core.md_escape(hostile)} and {md_code(hostile)}.")
+    assert html.count("<p>") == 1 and not any(tag in html for tag in ("<hr", "<h1", "<ol", "<li", "<script"))
+    assert "<code>anchor_lam=1.0 --- # head 1. item 'x' &lt;script&gt;alert(1)&lt;/script&gt;</code>" in html
+    assert "anchor_lam=1.0 --- # head 1. item `x` &lt;script&gt;" in html   # the escaped text, shown as written
+
+
 def test_the_app_shows_submission_text_as_text(runs):
     """Every table of the app is a Dataframe of plain strings: a cell is never rendered as markdown or HTML."""
     gr = pytest.importorskip("gradio")

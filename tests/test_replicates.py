@@ -109,11 +109,14 @@ def test_fresh_from_leaves_out_the_seeds_that_chose_the_comparison(tmp_path, cap
     assert main(["compare", "length", "naive", "--out", str(group), "--until-decided", "--fresh-from", "1",
                  "--precision", "0", "--cache-dir", str(tmp_path / "cache")]) == 0
     printed = capsys.readouterr().out
-    assert "from seed 1 (the seeds before it chose length: left out)" in printed and "\n  2 seeds," in printed
+    assert "from seed 1 (the seeds before it chose length: left out; the last look at seed 2, the last a submission " \
+        "holds)" in printed and "\n  2 seeds," in printed
     held = {p.name for p in (group / "length").iterdir()}
-    assert held in ({"seed0", "seed1", "seed2"}, {"seed0", "seed1", "seed2", "seed3"})   # looks at 2 and 3 fresh seeds
+    assert held == {"seed0", "seed1", "seed2"}   # the plan's looks (2, 3) end at seed 2 (ProtocolSpec.seed_order)
     assert {p.name for p in (group / "naive#1").iterdir()} == held
     assert {p: p.stat().st_mtime_ns for p in group.glob("*/seed0/*/result.json")} == written   # seed 0 not rerun
+    assert main(["compare", "length", "naive", "--out", str(group), "--until-decided", "--fresh-from", "2"]) == 2
+    assert "--fresh-from 2 leaves 1 of the seeds a submission of mini-fresh can hold" in capsys.readouterr().err
     assert main(["compare", "length", "naive", "--out", str(group), "--fresh-from", "9"]) == 2
     assert "length has no finished cell from seed 9 on under" in capsys.readouterr().err
     assert main(["compare", "length", "naive", "--out", str(group), "--fresh-from", "1"]) == 0

@@ -99,8 +99,15 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
         raise BenchError(f"protocol {protocol} has no sequential plan (ProtocolSpec.looks): it decides at its seeds alone")
     first, last = results[0].protocol.looks
     sides = [settings_of(result, Path(out), cache_dir) for result in results]
+    # a fresh comparison ends where a submission's seeds end (ProtocolSpec.seed_order): its looks keep the whole
+    # plan's boundaries, which are wider than a shorter plan's, so stopping early keeps its 95%
+    last = min(last, len(sides[0].protocol.seed_order) - from_seed)
+    if last < first:
+        raise BenchError(f"--fresh-from {from_seed} leaves {max(0, last)} of the seeds a submission of {protocol} can "
+                         f"hold, fewer than the plan's first look ({first}); give a smaller seed")
     spent, start = 0.0, cpu_seconds()
-    fresh = f" from seed {from_seed} (the seeds before it chose {slug_a}: left out)" if from_seed else ""
+    fresh = (f" from seed {from_seed} (the seeds before it chose {slug_a}: left out; the last look at seed "
+             f"{from_seed + last - 1}, the last a submission holds)" if from_seed else "")
     print(f"{slug_a} − {slug_b} on {protocol}/{models}: {LABELS[metric]['nts']} over independent runs{fresh}, "
           f"looks at {first}..{last} seeds; stop when decided, at ±{precision:g} points, at {last} seeds or after "
           f"{budget_hours:g} CPU-hours" + (f"; {', '.join(controls)} run too, the control of each run" if controls else ""))
