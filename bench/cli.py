@@ -138,6 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--out", type=Path, default=Path("submissions"), help="submissions root (default: ./submissions)")
     submit.add_argument("--submitter", help="who submits (default: git config user.name, else the login name)")
     submit.add_argument("--force", action="store_true", help="replace submissions that already exist")
+    submit.add_argument("--fresh-from", type=parse_seed, metavar="SEED",
+                        help="the protocol's own seeds chose these methods (e.g. the zoo's best three by NTS at "
+                             "mini-v2's seeds 0 1 2): SEED is the first seed after them (3 on mini-v2), and the board "
+                             "decides their Δ against naive on the seeds from SEED on, as bench compare --fresh-from does")
 
     validate = sub.add_parser("validate", help="check submissions: schema, completeness, protocol hash, and every "
                                                "number recomputed from the per-pair scores")

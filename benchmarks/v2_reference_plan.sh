@@ -7,6 +7,7 @@
 #
 #   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide (default: these, in the order below)
 #   TOP3="S1 S2 S3" benchmarks/v2_reference_plan.sh top3   # the zoo's best three, decided on fresh seeds
+#   (once the zoo has run and chosen them, write them into TOP3 below, so that submit marks their submissions too)
 #   benchmarks/v2_reference_plan.sh store           # copy the finished cells into extra-seeds/ (extra-seeds/README.md)
 #   benchmarks/v2_reference_plan.sh submit          # pack every method whose seeds are whole into submissions/
 #
@@ -17,6 +18,7 @@ set -euo pipefail
 export OMP_NUM_THREADS=1
 OUT=${OUT:-results}
 AA_SEEDS=${AA_SEEDS:-"0 1 2 3 4 5 6 7 8 9"}   # the A/A pool: naive and 2 replicates, 3 runs per cell
+TOP3=${TOP3:-""}   # the zoo's best three by NTS at seeds 0-2 (folder names): not chosen yet, the zoo still runs
 run() { bench run --protocol mini-v2 --out "$OUT" "$@"; }
 
 core() {   # the methods the issue names first, at the protocol's seeds
@@ -66,11 +68,18 @@ store() {  # the finished cells into extra-seeds/, which is committed, so the ne
 }
 
 submit() { # each method's cells, every whole seed it holds, as its reference submission (replacing an older
-           # one), and the reference teacher from naive's; a method with a seed stopped part way is left as it was
-  local done=0
+           # one), and the reference teacher from naive's; a method with a seed stopped part way is left as it was.
+           # The zoo's best three (TOP3) were chosen on seeds 0-2: their submissions say so, and the board decides
+           # them on the seeds from 3 on, as the top3 stage does (bench submit --fresh-from; the board without
+           # naive's replicates, which are not submissions)
+  local done=0 fresh name
+  for name in $TOP3; do
+    [ -d "$OUT/mini-v2/tiny-lr3e-4/$name" ] || { echo "submit: TOP3 names $name, which is no folder under $OUT/mini-v2/tiny-lr3e-4" >&2; exit 2; }
+  done
   for folder in "$OUT"/mini-v2/tiny-lr3e-4/*; do
     case "$folder" in *"#"*) continue ;; esac   # replicates are the A/A pool, not submissions
-    if bench submit "$folder" --force --submitter 'ShiftBench maintainers'; then done=$((done + 1));
+    case " ${TOP3:-} " in *" $(basename "$folder") "*) fresh=(--fresh-from 3) ;; *) fresh=() ;; esac
+    if bench submit "$folder" --force --submitter 'ShiftBench maintainers' ${fresh[@]+"${fresh[@]}"}; then done=$((done + 1));
     else echo "not submitted (above: why): $folder" >&2; fi
   done
   python -m bench.submissions.make_reference submissions/mini-v2/tiny-lr3e-4/naive

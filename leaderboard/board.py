@@ -9,6 +9,7 @@ seeded per source its interval over independent runs), over the same bootstrap (
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,7 +18,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from bench.core.compare import BASELINE, LABELS, deciding_interval, decision_table, interval_text
+from bench.core.compare import BASELINE, LABELS, Decision, deciding_interval, decision_table, interval_text
 from bench.core.report import COLUMNS, cell_rows, params_text
 from bench.submissions.limits import Validation
 from bench.submissions.tree import teacher_conflicts
@@ -135,6 +136,7 @@ def _decided(valid: list[Validation], cells: list, metric: str, category: str | 
     from bench.core.stats import Board as Bootstrap
 
     slugs = {v.submission["slug"]: v.key for v in valid}
+    fresh = {v.submission["slug"]: v.submission.get("fresh_from") or 0 for v in valid}
     try:
         boot = Bootstrap(cells)
         table = decision_table(boot, category=category, source=source, metric=metric)
@@ -148,13 +150,49 @@ def _decided(valid: list[Validation], cells: list, metric: str, category: str | 
         stats = own.stats(slug, ceiling=None, category=category, source=source).metrics
         found[sub]["ci"] = {m: (stats[m].low, stats[m].high) for m in METRICS}
         found[sub][f"{LABELS[metric]['nts']} 95% CI"] = interval_text(stats["nts"].low, stats["nts"].high)
-        if BASELINE in boot.methods and slug != BASELINE:
-            deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
-            found[sub]["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high)
-                                   for m, d in deltas.items() if m in METRICS}
-            found[sub]["deciding"] = {m: deciding_interval(boot, slug, BASELINE, m, category, source, deltas[m])
-                                      for m in METRICS}
+        if BASELINE not in boot.methods or slug == BASELINE:
+            continue
+        if fresh[slug]:   # chosen on its first seeds: decided on the others, as bench compare --fresh-from does
+            found[sub].update(_fresh_delta(cells, slug, fresh[slug], table.columns, metric, category, source))
+            continue
+        deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
+        found[sub]["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high)
+                               for m, d in deltas.items() if m in METRICS}
+        found[sub]["deciding"] = {m: deciding_interval(boot, slug, BASELINE, m, category, source, deltas[m])
+                                  for m in METRICS}
     return found
+
+
+def _about_delta(column: str) -> bool:
+    """Whether a ``decision_table`` column is about a row's Δ against naive (not its own NTS or rank)."""
+    return column.startswith("Δ ") or column in ("p", "runs")
+
+
+def _fresh_delta(cells: list, slug: str, fresh: int, columns, metric: str, category: str | None,
+                 source: str | None) -> dict:
+    """The Δ against naive of a submission chosen on its first seeds (SubmissionFile.fresh_from): ``decision_table``'s
+    columns about it, ``delta`` and ``deciding``, over the seeds from ``fresh`` on of both sides, as ``bench compare
+    --fresh-from`` computes them (without naive's replicates, which are not submissions). Where naive holds no whole
+    seed from there on nothing is decided, and ``deciding`` says it rests on no seed."""
+    from bench.core.stats import Board as Bootstrap
+
+    picked, boot = [c for c in cells if c.method in (slug, BASELINE) and c.seed >= fresh], None
+    if {c.method for c in picked} == {slug, BASELINE}:
+        try:
+            boot = Bootstrap(picked)
+        except ValueError:   # no whole seed from ``fresh`` on that both hold
+            pass
+    if boot is None:
+        none = Decision(math.nan, math.nan, False, math.nan, 0, from_seed=fresh)
+        return {**{k: "" for k in columns if _about_delta(k)}, f"Δ {LABELS[metric]['nts']} vs {BASELINE}": math.nan,
+                "decided": "no", "deciding": {m: none for m in METRICS}}
+    row = decision_table(boot, category=category, source=source, metric=metric).set_index("method").loc[slug]
+    out = {k: v for k, v in row.items() if _about_delta(k) or k == "decided"}
+    deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
+    out["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high) for m, d in deltas.items() if m in METRICS}
+    out["deciding"] = {m: dataclasses.replace(deciding_interval(boot, slug, BASELINE, m, category, source, deltas[m]),
+                                              from_seed=fresh) for m in METRICS}
+    return out
 
 
 def group_of(v: Validation) -> tuple[str, str]:

@@ -73,10 +73,11 @@ BOARD_COLUMNS = [
            "--until-decided adds", True, True, RUNS),
     Column("runs", "What Δ NTS vs naive and its interval rest on: one run per (seed, source) cell both naive and the "
            "method hold, and the seeds they span ('30 runs (5 seeds)'); '18 runs (3 of 5 seeds)' where the submission "
-           "holds more seeds than naive (a comparison grown until decided, bench compare --until-decided); on naive's "
-           "own row the runs and seeds it holds", False, True, RUNS),
+           "holds more seeds than naive (a comparison grown until decided, bench compare --until-decided); ', from seed 3' "
+           "where the seeds before it chose the method (the zoo's best three: bench submit --fresh-from), so they are "
+           "left out of its Δ; on naive's own row the runs and seeds it holds", False, True, RUNS),
     Column("Δ 95% CI", "Bootstrap 95% interval of Δ NTS vs naive (over the seeds every submission of the group "
-           "holds)", True, False),
+           "holds, or from the seed 'runs' names)", True, False),
     Column("NTS 95% CI", "NTS's " + _CI, True, True),
     Column("NTS ±", "NTS spread: " + _SPREAD, True, False),
     Column("rank 95%", "Range of the method's rank over the bootstrap replicates, on the seeds every submission of the "
@@ -281,7 +282,11 @@ def md_code(text: object) -> str:
 
 def markdown(board: Board, columns: list[str] | None = None, **filters) -> str:
     """The ranking as a markdown table (for the README), every text cell escaped."""
-    view = shown(ranking(board, **filters), columns, board)
+    return markdown_of(shown(ranking(board, **filters), columns, board))
+
+
+def markdown_of(view: View) -> str:
+    """A shown view as markdown tables, one per group (named when there are several)."""
     if not view.groups:
         return "(no submissions)"
     head = ["| " + " | ".join(c.name for c in view.columns) + " |",

@@ -101,7 +101,8 @@ def ablations(board: Board, protocol: str | None = None, models: str | None = No
     difference from naive, or on a protocol seeded per source the interval over independent runs), placed on
     the metric's axis: naive's value plus it, so it crosses naive's value exactly when the difference is
     undecided (blank without naive or with one seed); ``point`` is naive's value plus the paired Δ it is
-    about, the setting's own mean wherever both hold the same seeds. Keyed "protocol/models/method"."""
+    about, the setting's own mean wherever both hold the same seeds (and the Δ is not over a picked method's fresh
+    seeds alone: SubmissionFile.fresh_from). Keyed "protocol/models/method"."""
     cells = select(board.cells, protocol, models)
     out = {}
     for (protocol_name, models_name, method), group in cells.groupby(["protocol", "models", "method"], sort=True):

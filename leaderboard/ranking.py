@@ -42,7 +42,7 @@ from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, scope, se
 RANKING_COLUMNS = ["rank", "method", "params", "status", "role",
                    "NTS", "NTS ±", "NTS low", "NTS high", "NTS 95% CI", "rank 95%",
                    "Δ NTS vs naive", "Δ low", "Δ high", "Δ 95% CI", "Δ decides low", "Δ decides high",
-                   "Δ t 95% (seeds)", "Δ 95% (runs)", "decided", "runs", "independent",
+                   "Δ t 95% (seeds)", "Δ 95% (runs)", "decided", "runs", "fresh from", "independent",
                    "AOG", "AOG ±", "AOG low", "AOG high", "WRG", "WRG ±", "WRG low", "WRG high",
                    "ID acc", "OOD acc", "PGR ID", "PGR ID note", "PGR OOD", "PGR OOD note", "misfit", "seeds", "cells",
                    "submitter", "model pair", "protocol", "submission", "problem", "paper", "code",
@@ -113,13 +113,16 @@ def _teacher_row(group: pd.DataFrame, ceiling: pd.Series | None, ceiling_ci: dic
 
 def rests_on(decision: Decision | None, held: int, runs: int = 0) -> str:
     """What a row's Δ vs naive rests on, with the seeds its submission holds where they are more: "30 runs (5
-    seeds)", "18 runs (3 of 5 seeds)" (a submission grown further than naive), "3 seeds" (decided over seeds);
+    seeds)", "18 runs (3 of 5 seeds)" (a submission grown further than naive), "102 runs (17 of 20 seeds, from seed
+    3)" (the seeds before chose the method: SubmissionFile.fresh_from), "3 seeds" (decided over seeds);
     without a Δ (naive's own row, a submission that does not validate), what it holds: its ``runs`` where its
     group's runs are independent ("60 runs (10 seeds)", in the unit of the rows beside it), else its seeds."""
     if decision is None:
         return f"{runs} runs ({plural(held, 'seed')})" if runs else plural(held, "seed")
+    if not decision.seeds:   # chosen on its first seeds, and naive holds none of the others
+        return f"none: naive holds no whole seed from {decision.from_seed} on"
     if decision.runs and decision.seeds < held:
-        return f"{decision.runs} runs ({decision.seeds} of {held} seeds)"
+        return f"{decision.runs} runs ({decision.seeds} of {held} seeds{decision.fresh})"
     return decision.rests_on
 
 
@@ -145,6 +148,7 @@ def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, c
            "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ low": delta[1], "Δ high": delta[2],
            **{name: decided.get(name, "") for name in DECIDING}, **_deciding(decided, "Δ decides"),
            "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean(),
+           "fresh from": (board.by_key[key].submission or {}).get("fresh_from") or 0,
            "runs": rests_on(decided.get("deciding", {}).get("nts"), int(summary["seeds"]),
                             runs_in(cells_of) if board.independent(first["protocol"], first["models"]) else 0),
            "Δ BoN NTS vs naive": bon.get("Δ BoN NTS vs naive", math.nan), "BoN decided": bon.get("decided", ""),
@@ -190,7 +194,7 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
             position += valid
             row["rank"] = str(position) if valid else "–"
         disagree = any(keys & set(group["submission"]) for _, keys in board.conflicts)
-        references.append({**_teacher_row(group, ceiling, ceiling_ci, disagree), "runs": ""})
+        references.append({**_teacher_row(group, ceiling, ceiling_ci, disagree), "runs": "", "fresh from": 0})
         independent = board.independent(protocol_name, models_name)
         for row in [*(r for _, r in ranked), *references]:
             rows.append({**row, "model pair": models_name, "protocol": protocol_name, "independent": independent})
@@ -213,6 +217,7 @@ class Verdict:
     seeds: int
     note: str = ""         # why nothing can be decided, when nothing can
     independent: bool = False   # the group's runs are independent: decided over runs, not seeds
+    fresh: tuple[str, ...] = ()   # methods chosen on their first seeds, decided on the others (fresh_from)
 
     def head(self) -> str:
         """Which methods are decidedly better or worse than naive, and which are not."""
@@ -235,7 +240,15 @@ class Verdict:
         n = len(self.better) + len(self.worse) + len(self.undecided)
         return (f"Δ NTS vs naive is {decision_rule(self.independent)}. Each row is its own 95% decision, not "
                 f"corrected across rows: if none of these {n} differed from naive, on average up to {n / 20:.1f} would "
-                "still come out decided by chance.")
+                "still come out decided by chance." + self._fresh())
+
+    def _fresh(self) -> str:
+        if not self.fresh:
+            return ""
+        one = len(self.fresh) == 1
+        return (f" {', '.join(self.fresh)} {'was' if one else 'were'} chosen on {'its' if one else 'their'} first seeds "
+                f"(as the best of several), so {'its' if one else 'their'} Δ leaves those seeds out: it rests on the "
+                "seeds from the one \"runs\" names (bench compare --fresh-from).")
 
     def text(self) -> str:
         return self.note or f"{self.head()}. {self.rule()}"
@@ -269,4 +282,5 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
                                                   "or test pairs, so their differences cannot be paired.", independent)
     better, worse = (list(rows[rows["decided"] == side]["name"]) for side in ("better", "worse"))
     return Verdict(better, worse, [n for n in contenders if n not in better and n not in worse], seeds,
-                   independent=independent)
+                   independent=independent, fresh=tuple(n for n, f in zip(rows["name"], rows["fresh from"])
+                                                        if f and n in contenders))

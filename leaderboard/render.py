@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from leaderboard.board import Board, group_label
-from leaderboard.columns import View, markdown, md_code, md_escape
+from leaderboard.columns import View, markdown_of, md_code, md_escape, shown
 from leaderboard.context import Context, DataLine, context
 from leaderboard.ranking import Verdict, ranking, verdict
 
@@ -72,7 +72,7 @@ def _context_md(c: Context) -> str:
 
 
 def markdown_page(board: Board, protocol: str | None = None, models: str | None = None) -> str:
-    """Per group (protocol x model pair): what was run, the ranking table (``columns.markdown``) and its
+    """Per group (protocol x model pair): what was run, the ranking table (``columns.markdown_of``) and its
     verdict with the rule that decided it, as the page shows them. Several groups get a warning first: each
     has its own data, teacher and students, so only rows of one table compare."""
     groups = [(p, m) for p, m in board.groups if protocol in (None, p) and models in (None, m)]
@@ -85,5 +85,5 @@ def markdown_page(board: Board, protocol: str | None = None, models: str | None 
         table = ranking(board, p, m)
         label = md_escape(group_label(p, m))
         parts += [*([f"### {label}"] if len(groups) > 1 else []), *map(_context_md, context(board, table)),
-                  markdown(board, protocol=p, models=m), f"**Verdict on {label}:** {md_escape(verdict(board, table).text())}"]
+                  markdown_of(shown(table, board=board)), f"**Verdict on {label}:** {md_escape(verdict(board, table).text())}"]
     return "\n\n".join(parts)

@@ -4,6 +4,7 @@ the protocol's two), beside the plain small runs (a v1 group, its sources sharin
 naive is decided over runs (``Δ 95% (runs)``, bench compare's numbers), every row says what its Δ rests on, and the
 verdict, the definitions, the ablation and the static page name that rule, while the v1 group keeps its columns."""
 import math
+import shutil
 
 import pytest
 from small_runs import merged
@@ -221,3 +222,107 @@ def test_the_static_page_markdown_and_cache_keep_the_rule_per_group(board, both,
     columns = ["submission", "Δ NTS vs naive", "Δ decides low", "Δ 95% (runs)", "runs", "decided"]
     first = core.ranking(again, *group(seq_runs))[columns]
     assert first.equals(core.ranking(cached, *group(seq_runs))[columns]) and cached.independent(*group(seq_runs))
+
+
+# --- a method chosen on the protocol's seeds (bench submit --fresh-from) ---------------------------------------
+FRESH = "anchor_lam=0.5_layers=last"
+
+
+def resubmit(runs, root, slug: str, *, fresh_from=None, seeds=None) -> None:
+    """Pack ``slug``'s runs again into ``root``: chosen on the protocol's seed (``fresh_from``), or only ``seeds``."""
+    from bench.submissions.pack import submit
+
+    folder = runs.results / next(iter(runs.protocols)) / next(iter(runs.model_pairs)) / slug
+    submit([folder / f"seed{s}" for s in seeds] if seeds else [folder], root, "test suite", force=True,
+           protocols=runs.protocols, model_pairs=runs.model_pairs, fresh_from=fresh_from)
+
+
+@pytest.fixture(scope="module")
+def fresh_root(fresh_runs, tmp_path_factory):
+    """fresh_runs' submissions with anchor lam=0.5 packed as chosen on seed 0, the protocol's own: --fresh-from 1."""
+    root = fresh_runs.copy_submissions(tmp_path_factory.mktemp("fresh") / "submissions")
+    resubmit(fresh_runs, root, FRESH, fresh_from=1)
+    return root
+
+
+def test_a_method_chosen_on_the_protocols_seeds_is_decided_on_the_others(fresh_root, fresh_runs, tmp_path, capsys):
+    """Its Δ, the interval that decides it and "decided" are bench compare --fresh-from 1's: the runs of seeds 1 and 2
+    of both sides, the plan's boundary at two seeds; its row, the markdown page and the verdict say so, its own NTS
+    is over every seed it holds, and bench compare without --fresh-from says how to get the board's numbers."""
+    from bench.cli import main
+    from leaderboard.render import markdown_page
+
+    plain = core.load_board(fresh_runs.submissions, fresh_runs.protocols, fresh_runs.model_pairs, tmp_path / "c1")
+    fresh = core.load_board(fresh_root, fresh_runs.protocols, fresh_runs.model_pairs, tmp_path / "c2")
+    assert [v.submission.get("fresh_from") for v in fresh.in_group(*group(fresh_runs)) if v.ok].count(1) == 1
+    before, table = (core.ranking(b, *group(fresh_runs)).set_index("submission") for b in (plain, fresh))
+    key = next(k for k in table.index if FRESH in k)
+    row, was = table.loc[key], before.loc[key]
+    cells = {v.submission["slug"]: v.pairs for v in fresh.in_group(*group(fresh_runs)) if v.ok}
+    found = runs_delta(*([c for c in cells[s] if c.seed >= 1] for s in (FRESH, "naive")), "nts", looks=(2, 3))
+    everything = runs_delta(cells[FRESH], cells["naive"], "nts", looks=(2, 3))
+    assert found.runs == 4 and everything.runs == 6
+    assert was["Δ NTS vs naive"] == pytest.approx(everything.estimate)
+    assert row["Δ NTS vs naive"] == pytest.approx(found.estimate) != pytest.approx(everything.estimate)
+    assert (row["Δ decides low"], row["Δ decides high"]) == pytest.approx((max(found.low, -200), min(found.high, 200)))
+    assert row["decided"] == (("better" if found.estimate > 0 else "worse") if found.decided else "no")
+    assert row["runs"] == "4 runs (2 of 3 seeds, from seed 1)" and row["fresh from"] == 1
+    assert was["runs"] == "6 runs (3 seeds)" and was["fresh from"] == 0
+    assert row["NTS"] == pytest.approx(was["NTS"])   # its own mean: every seed it holds
+    bon = runs_delta(*(bon_view([c for c in cells[s] if c.seed >= 1]) for s in (FRESH, "naive")), "nts", looks=(2, 3))
+    assert row["Δ BoN NTS vs naive"] == pytest.approx(bon.estimate)
+    text = core.verdict(fresh, table.reset_index()).text()
+    assert "anchor was chosen on its first seeds" in text and "--fresh-from" in text
+    assert "chosen on" not in core.verdict(plain, before.reset_index()).text()
+    assert "| 4 runs (2 of 3 seeds, from seed 1) |" in markdown_page(fresh)
+    compared, names = board_for(fresh_root, [FRESH, "naive"], from_seed=1)   # bench compare --fresh-from 1
+    assert compared.runs_delta(*names).estimate == pytest.approx(found.estimate)
+    capsys.readouterr()
+    assert main(["compare", FRESH, "naive", "--out", str(fresh_root)]) == 0   # without --fresh-from: says to add it
+    assert "chosen on the seeds below 1 (fresh_from)" in capsys.readouterr().err
+    assert main(["compare", FRESH, "naive", "--out", str(fresh_root), "--fresh-from", "1"]) == 0
+    printed = capsys.readouterr()
+    assert "fresh_from" not in printed.err and f"{row['Δ 95% (runs)']} (4 runs)" in printed.out   # the board's numbers
+
+
+def test_a_chosen_method_is_undecided_where_naive_holds_none_of_the_other_seeds(fresh_root, fresh_runs, tmp_path):
+    root = tmp_path / "submissions"
+    shutil.copytree(fresh_root, root)
+    resubmit(fresh_runs, root, "naive", seeds=[0])   # naive at the protocol's seed alone
+    board = core.load_board(root, fresh_runs.protocols, fresh_runs.model_pairs, tmp_path / "cache")
+    table = core.ranking(board, *group(fresh_runs))
+    row = table[table["submission"].str.contains(FRESH, regex=False)].iloc[0]
+    assert row["decided"] == "no" and math.isnan(row["Δ NTS vs naive"]) and row["Δ 95% (runs)"] == ""
+    assert row["runs"] == "none: naive holds no whole seed from 1 on"
+
+
+def test_fresh_from_is_the_first_seed_after_the_protocols_own(fresh_root, fresh_runs, seq_runs, runs, tmp_path):
+    """Only that seed (a start one may pick could pick the seeds that decide), on a protocol whose plan looks at
+    seeds after its own, never on naive, and with a seed held from it on; each refusal names the fix."""
+    from small_runs import edit_json
+
+    from bench.core.errors import BenchError
+    from bench.submissions import validate_submission
+
+    protocol, models = group(fresh_runs)
+    assert validate_submission(fresh_root / protocol / models / FRESH, fresh_runs.protocols, fresh_runs.model_pairs).ok
+
+    def problems(source, fresh_from, on):
+        folder = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
+        shutil.copytree(source, folder)
+        edit_json(folder / "submission.json", lambda meta: meta.update(fresh_from=fresh_from))
+        return [str(e) for e in validate_submission(folder, on.protocols, on.model_pairs).errors if "fresh_from" in str(e)]
+
+    ours = fresh_runs.submissions / protocol / models
+    [error] = problems(ours / FRESH, 2, fresh_runs)
+    assert "is 2; on mini-fresh it is 1, the first seed after the protocol's own [0]" in error
+    assert error.endswith("Fix: bench submit again with --fresh-from 1")
+    [error] = problems(ours / "naive", 1, fresh_runs)
+    assert "on naive, which nothing chose" in error
+    seq = seq_runs.submissions / group(seq_runs)[0] / group(seq_runs)[1] / FRESH   # plan: 3 seeds, its own 2
+    [error] = problems(seq, 2, seq_runs)
+    assert "has no sequential plan that looks at 2 seeds after its own [0, 1]" in error
+    [error] = problems(runs.submissions / group(runs)[0] / group(runs)[1] / FRESH, 1, runs)   # v1: no plan
+    assert "no sequential plan" in error
+    with pytest.raises(BenchError, match="holds no seed from 1 on.*bench compare anchor_lam=0.5_layers=last naive"):
+        resubmit(fresh_runs, tmp_path / "alone", FRESH, fresh_from=1, seeds=[0])

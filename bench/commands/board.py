@@ -21,7 +21,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from bench.submissions import submit
 
     written = submit(args.results, args.out, args.submitter or default_submitter(),
-                     command=shlex.join(["bench", *sys.argv[1:]]), force=args.force)
+                     command=shlex.join(["bench", *sys.argv[1:]]), force=args.force, fresh_from=args.fresh_from)
     for folder in written:
         print(f"submitted: {folder} (bench validate {folder} passes)")
     return 0

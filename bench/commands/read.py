@@ -57,6 +57,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def chosen_on_first_seeds(roots, slug: str) -> dict[Path, int]:
+    """The submissions of ``slug`` under ``roots`` that record the seeds below N chose them: folder -> N."""
+    import json
+
+    found = {}
+    for root in roots if isinstance(roots, (list, tuple)) else [roots]:
+        for path in sorted(Path(root).rglob("submission.json")):
+            try:
+                meta = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue   # bench validate says what is wrong with it
+            if isinstance(meta, dict) and meta.get("slug") == slug and type(meta.get("fresh_from")) is int:
+                found[path.parent] = meta["fresh_from"]
+    return found
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from bench.core.compare import board_for, comparison_table, decision_rule
     from bench.core.stats import BOOTSTRAP_SEED
@@ -71,6 +87,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
                              from_seed=args.fresh_from)
 
     board, (a, b) = board_for(args.out, [args.a, args.b], args.metric, args.fresh_from)
+    picked = {} if args.fresh_from else chosen_on_first_seeds(args.out, a)
+    for folder, seed in picked.items():   # the board decides it on the seeds from there: say how to get its numbers
+        print(f"note: {a}'s submission {folder} was chosen on the seeds below {seed} (fresh_from); the board decides "
+              f"it on the seeds from {seed} on: add --fresh-from {seed} for its numbers", file=sys.stderr)
     fresh = f" from seed {args.fresh_from}" if args.fresh_from else ""
     print(f"{a} − {b}, paired: the same seeds, teacher and test pairs on both sides ({len(board.seeds)} seeds{fresh}, "
           f"{board.resamples.n} bootstrap replicates, seed {BOOTSTRAP_SEED}); a difference is {decision_rule(board.independent)}")

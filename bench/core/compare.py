@@ -24,11 +24,10 @@ import pandas as pd
 from bench.core.cells import Cell, cell_from_scores
 from bench.core.errors import BenchError
 from bench.core.report import fmt
+from bench.core.results import BASELINE, CEILING
 from bench.core.runs import CONTROL_FROM
 from bench.core.stats import LEVEL, Board, bon_view
 
-BASELINE = "naive"
-CEILING = "ceiling"
 # What a board's NTS, AOG and WRG are called, by what is compared (``bench compare --metric``): the pairs' metrics,
 # or on the cells' BoN views (bench.core.stats.bon_view) the best-of-N ones (bench.core.metrics.BON_METRICS)
 LABELS = {"nts": {"nts": "NTS", "aog": "AOG", "wrg": "WRG"},
@@ -149,6 +148,7 @@ class Decision:
     seeds: int           # the seeds it rests on (on independent runs: the whole seeds both sides hold)
     runs: int = 0        # the independent runs it rests on; 0 where it is decided over seeds
     controls: int = 0    # the baseline's replicates whose A/A difference corrected each run's (bench.core.runs)
+    from_seed: int = 0   # the seeds below it chose the method, so they are left out (bench compare --fresh-from)
 
     @property
     def basis(self) -> str:
@@ -158,9 +158,14 @@ class Decision:
     @property
     def rests_on(self) -> str:
         """The runs with the seeds they span, "18 runs (3 seeds)" (and ", 2 control replicates" where the
-        baseline's replicates corrected them), or the seeds alone, "3 seeds"."""
-        return f"{self.runs} runs ({plural(self.seeds, 'seed')}){self._controlled}" if self.runs \
-            else plural(self.seeds, "seed")
+        baseline's replicates corrected them; ", from seed 3" where the seeds before chose the method), or the
+        seeds alone, "3 seeds"."""
+        return f"{self.runs} runs ({plural(self.seeds, 'seed')}{self.fresh}){self._controlled}" if self.runs \
+            else plural(self.seeds, "seed") + self.fresh
+
+    @property
+    def fresh(self) -> str:
+        return f", from seed {self.from_seed}" if self.from_seed else ""
 
     @property
     def _controlled(self) -> str:

@@ -41,6 +41,9 @@ from bench.core.result_schema import (
 )
 from bench.core.specs import stable_hash
 
+BASELINE = "naive"   # the method every other is compared against: W2S training on the teacher's labels, nothing more
+CEILING = "ceiling"  # the reference above it: the same student on gold labels, ranked with no one
+
 
 def params_slug(method: str, params: dict) -> str:
     """A readable folder name for a method and its params, e.g. ``anchor_lam=1.0_layers=last``."""

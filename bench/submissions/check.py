@@ -243,6 +243,7 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
                     "remove it; " + REGENERATE)
         else:
             listed[key] = ref
+    _check_fresh_from(v, meta, protocol, {seed for seed, _ in listed})
     # A protocol with a sequential plan takes further whole seeds after its own, without a gap.
     seeds = protocol.submission_seeds(seed for seed, _ in listed)
     missing = [(seed, source) for seed in seeds for source in protocol.datasets if (seed, source) not in listed]
@@ -289,6 +290,35 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
             v.error(SUBMISSION_FILE, "code_version", "does not match the cells' recorded environments", REGENERATE)
         if sorted({c.command for c in v.cells}) != meta["run_commands"]:
             v.error(SUBMISSION_FILE, "run_commands", "are not the commands the cells record", REGENERATE)
+
+
+def _check_fresh_from(v: Validation, meta: dict, protocol: ProtocolSpec, held: set[int]) -> None:
+    """A method chosen on the protocol's own seeds (the best of a zoo by NTS there) decides on the seeds after them
+    (SubmissionFile.fresh_from): only that seed, so that choosing where to start cannot itself pick the seeds that
+    decide; on a protocol with a sequential plan that holds a first look after them; never naive or the ceiling,
+    which nothing chose; and with a seed held from there on."""
+    from bench.core.results import BASELINE, CEILING
+
+    fresh, slug = meta.get("fresh_from"), meta["slug"]
+    if fresh is None:
+        return
+    without = "bench submit again without --fresh-from"
+    after = protocol.seed_order[len(protocol.seeds):]   # the seeds a plan adds after the protocol's own
+    if meta["method"]["name"] in (BASELINE, CEILING):
+        v.error(SUBMISSION_FILE, "fresh_from", f"is {fresh} on {meta['method']['name']}, which nothing chose: it is "
+                "the baseline or a reference, decided on every seed", without)
+    elif protocol.looks is None or len(after) < protocol.looks[0]:
+        v.error(SUBMISSION_FILE, "fresh_from", f"is {fresh}, but {protocol.name} has no sequential plan that looks at "
+                f"{protocol.looks[0] if protocol.looks else 'any'} seeds after its own {list(protocol.seeds)}: its "
+                "differences are decided on all of its seeds", without)
+    elif fresh != after[0]:
+        v.error(SUBMISSION_FILE, "fresh_from", f"is {fresh}; on {protocol.name} it is {after[0]}, the first seed after "
+                f"the protocol's own {list(protocol.seeds)}, which chose the method (a start one may pick could itself "
+                "pick the seeds that decide)", f"bench submit again with --fresh-from {after[0]}")
+    elif not any(seed >= fresh for seed in held):
+        v.error(SUBMISSION_FILE, "fresh_from", f"is {fresh}, but the submission holds no seed from {fresh} on, so "
+                "nothing is left to decide on", f"run its seeds from {fresh} (bench compare {slug} naive --out RESULTS "
+                f"--until-decided --fresh-from {fresh}), then bench submit RESULTS --fresh-from {fresh}")
 
 
 def _check_intervals(v: Validation, stored: dict, recomputed: dict) -> None:

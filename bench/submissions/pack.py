@@ -157,7 +157,8 @@ def _pack_result(cell_dir: Path, result: CellResult, target: Path) -> CellResult
     return result
 
 
-def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, command: str) -> None:
+def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, command: str,
+           fresh_from: int | None) -> None:
     ordered = [chosen[(s, d)] for s in protocol.submission_seeds(s for s, _ in chosen) for d in protocol.datasets]
     refs, results = [], []
     for cell_dir, result in ordered:
@@ -188,15 +189,17 @@ def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, c
         "summary": submission_summary(results),
         "intervals": submission_intervals(load_cells(folder / cell_folder(r.seed, r.source) for r in results)),
         **({"external": EXTERNAL_NOTE} if first.external is not None else {}),
+        **({"fresh_from": fresh_from} if fresh_from is not None else {}),
     })
 
 
 def submit(paths: list[Path], out: Path, submitter: str, command: str = "", force: bool = False,
            protocols: Mapping[str, ProtocolSpec] | None = None,
-           model_pairs: Mapping[str, ModelPairSpec] | None = None) -> list[Path]:
+           model_pairs: Mapping[str, ModelPairSpec] | None = None, fresh_from: int | None = None) -> list[Path]:
     """One submission per method x params x model pair x protocol found in the results ``paths``,
     written to ``out/<protocol>/<models>/<slug>/`` and validated; all or nothing. ``command`` (the
-    ``bench submit`` line) and the cells' commands are stored through ``public_command``."""
+    ``bench submit`` line) and the cells' commands are stored through ``public_command``. ``fresh_from``: the
+    seeds below it chose these methods, so their Δ against naive is decided on the others (SubmissionFile)."""
     from bench.core.protocols import protocol_named
 
     what = unsafe_text(submitter)   # the same rule as validation's, said before anything is packed
@@ -223,7 +226,7 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
     written = []
     for (chosen, protocol, destination), source in zip(plans, sources):
         with staged_folder(destination, "submissions folder (--out)") as staging:
-            _write(chosen, protocol, staging, submitter, command)
+            _write(chosen, protocol, staging, submitter, command, fresh_from)
             if source is not None:
                 (staging / METHOD_SOURCE_FILE).write_bytes(source)
             check = validate_submission(staging, protocols, model_pairs)

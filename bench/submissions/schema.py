@@ -68,6 +68,10 @@ class SubmissionFile(_Strict):
     # Set (to bench.core.result_schema.EXTERNAL_NOTE) when the students were trained outside the harness and scored
     # by bench evaluate: the board shows it beside the row. Absent in the harness's own submissions.
     external: str | None = None
+    # Set (bench submit --fresh-from N) when the seeds below N chose this method, e.g. as one of a zoo's best by NTS
+    # at the protocol's seeds: its Δ against naive is then decided on the seeds from N on only, as bench compare
+    # --fresh-from N decides it, since runs that chose a method because they favoured it would bias its interval.
+    fresh_from: int | None = None
 
 
 def submission_summary(cells: list) -> dict[str, float | int | None]:

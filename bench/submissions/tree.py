@@ -9,11 +9,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Mapping
 
+from bench.core.results import BASELINE   # the reference submission whose teacher is every other's, where none is committed
 from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import REFERENCES, SUBMISSION_FILE, Validation
 
-BASELINE = "naive"   # the reference submission whose teacher is every other's, where none is committed
 
 
 def find_submissions(root: Path) -> list[Path]:
