@@ -155,12 +155,17 @@ def _decided(valid: list[Validation], cells: list, metric: str, category: str | 
         if fresh[slug]:   # chosen on its first seeds: decided on the others, as bench compare --fresh-from does
             found[sub].update(_fresh_delta(cells, slug, fresh[slug], table.columns, metric, category, source))
             continue
-        deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
-        found[sub]["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high)
-                               for m, d in deltas.items() if m in METRICS}
-        found[sub]["deciding"] = {m: deciding_interval(boot, slug, BASELINE, m, category, source, deltas[m])
-                                  for m in METRICS}
+        found[sub].update(_against_naive(boot, slug, category, source))
     return found
+
+
+def _against_naive(boot, slug: str, category: str | None, source: str | None, from_seed: int = 0) -> dict:
+    """A row's Δ against naive on ``boot``: ``delta`` (metric -> estimate, bootstrap low, high, t low, t high) and the
+    interval that decides each (``deciding``), marked with the seed it starts from where the earlier ones chose it."""
+    deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
+    return {"delta": {m: (d.estimate, d.low, d.high, d.t_low, d.t_high) for m, d in deltas.items() if m in METRICS},
+            "deciding": {m: dataclasses.replace(deciding_interval(boot, slug, BASELINE, m, category, source, deltas[m]),
+                                                from_seed=from_seed) for m in METRICS}}
 
 
 def _about_delta(column: str) -> bool:
@@ -187,12 +192,8 @@ def _fresh_delta(cells: list, slug: str, fresh: int, columns, metric: str, categ
         return {**{k: "" for k in columns if _about_delta(k)}, f"Δ {LABELS[metric]['nts']} vs {BASELINE}": math.nan,
                 "decided": "no", "deciding": {m: none for m in METRICS}}
     row = decision_table(boot, category=category, source=source, metric=metric).set_index("method").loc[slug]
-    out = {k: v for k, v in row.items() if _about_delta(k) or k == "decided"}
-    deltas = boot.compare(slug, BASELINE, category=category, source=source).deltas
-    out["delta"] = {m: (d.estimate, d.low, d.high, d.t_low, d.t_high) for m, d in deltas.items() if m in METRICS}
-    out["deciding"] = {m: dataclasses.replace(deciding_interval(boot, slug, BASELINE, m, category, source, deltas[m]),
-                                              from_seed=fresh) for m in METRICS}
-    return out
+    return {**{k: v for k, v in row.items() if _about_delta(k) or k == "decided"},
+            **_against_naive(boot, slug, category, source, fresh)}
 
 
 def group_of(v: Validation) -> tuple[str, str]:

@@ -58,18 +58,21 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def chosen_on_first_seeds(roots, slug: str) -> dict[Path, int]:
-    """The submissions of ``slug`` under ``roots`` that record the seeds below N chose them: folder -> N."""
+    """The submissions of ``slug`` under ``roots`` (``--out``) that record the seeds below N chose them: folder -> N."""
     import json
 
+    from bench.core.compare import folders
+    from bench.submissions.limits import SUBMISSION_FILE
+    from bench.submissions.tree import find_submissions
+
     found = {}
-    for root in roots if isinstance(roots, (list, tuple)) else [roots]:
-        for path in sorted(Path(root).rglob("submission.json")):
-            try:
-                meta = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue   # bench validate says what is wrong with it
-            if isinstance(meta, dict) and meta.get("slug") == slug and type(meta.get("fresh_from")) is int:
-                found[path.parent] = meta["fresh_from"]
+    for folder in (f for root in folders(roots) for f in find_submissions(root)):
+        try:
+            meta = json.loads((folder / SUBMISSION_FILE).read_text())
+        except (OSError, ValueError):
+            continue   # bench validate says what is wrong with it
+        if isinstance(meta, dict) and meta.get("slug") == slug and type(meta.get("fresh_from")) is int:
+            found[folder] = meta["fresh_from"]
     return found
 
 

@@ -15,7 +15,6 @@ from bench.submissions.check import validate_submission
 from bench.submissions.limits import REFERENCES, SUBMISSION_FILE, Validation
 
 
-
 def find_submissions(root: Path) -> list[Path]:
     """Submission folders under ``root`` (or ``root`` itself), without following links."""
     root = Path(root)
