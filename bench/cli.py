@@ -134,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     submit = sub.add_parser("submit", help="turn finished results into leaderboard submissions (one per method x "
                                            "params x model pair x protocol)")
     submit.add_argument("results", nargs="+", type=Path,
-                        help="results folders of bench run (e.g. results, or results/mini/tiny/naive)")
+                        help="results folders of bench run (e.g. results, or results/mini/tiny/naive); naive's "
+                             "replicates among them (naive#1, ...: bench run --replicate) go into naive's submission, "
+                             "as the controls of the board's comparisons against it")
     submit.add_argument("--out", type=Path, default=Path("submissions"), help="submissions root (default: ./submissions)")
     submit.add_argument("--submitter", help="who submits (default: git config user.name, else the login name)")
     submit.add_argument("--force", action="store_true", help="replace submissions that already exist")

@@ -3,7 +3,7 @@
 # Resumable: every stage is `bench run` or `bench compare --until-decided`, which skip finished cells, so
 # rerun the script after a stop and it goes on where it was. Cells go to $OUT (default: results, which
 # should hold nothing else); `bench submit $OUT/mini-v2/tiny-lr3e-4/<slug>` packs a method's submission.
-# The replicates (naive#1, naive#2: the A/A pool) are not submissions: keep them with extra-seeds/.
+# The replicates (naive#1, naive#2: the A/A pool) go into naive's submission, as the controls of every comparison.
 #
 #   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide (default: these, in the order below)
 #   TOP3="S1 S2 S3" benchmarks/v2_reference_plan.sh top3   # the zoo's best three, decided on fresh seeds
@@ -69,17 +69,20 @@ store() {  # the finished cells into extra-seeds/, which is committed, so the ne
 
 submit() { # each method's cells, every whole seed it holds, as its reference submission (replacing an older
            # one), and the reference teacher from naive's; a method with a seed stopped part way is left as it was.
+           # naive's submission holds its replicates (naive#1, naive#2: the board's controls, as bench compare's).
            # The zoo's best three (TOP3) were chosen on seeds 0-2: their submissions say so, and the board decides
-           # them on the seeds from 3 on, as the top3 stage does (bench submit --fresh-from; the board without
-           # naive's replicates, which are not submissions)
-  local done=0 fresh name
+           # them on the seeds from 3 on, as the top3 stage does (bench submit --fresh-from)
+  local done=0 fresh name replicates
   for name in $TOP3; do
     [ -d "$OUT/mini-v2/tiny-lr3e-4/$name" ] || { echo "submit: TOP3 names $name, which is no folder under $OUT/mini-v2/tiny-lr3e-4" >&2; exit 2; }
   done
   for folder in "$OUT"/mini-v2/tiny-lr3e-4/*; do
-    case "$folder" in *"#"*) continue ;; esac   # replicates are the A/A pool, not submissions
+    case "$folder" in *"#"*) continue ;; esac   # a replicate goes into naive's submission, below
     case " ${TOP3:-} " in *" $(basename "$folder") "*) fresh=(--fresh-from 3) ;; *) fresh=() ;; esac
-    if bench submit "$folder" --force --submitter 'ShiftBench maintainers' ${fresh[@]+"${fresh[@]}"}; then done=$((done + 1));
+    replicates=()
+    [ "$(basename "$folder")" = naive ] && for r in "$folder"#*; do [ -d "$r" ] && replicates+=("$r"); done
+    if bench submit "$folder" ${replicates[@]+"${replicates[@]}"} --force --submitter 'ShiftBench maintainers' \
+        ${fresh[@]+"${fresh[@]}"}; then done=$((done + 1));
     else echo "not submitted (above: why): $folder" >&2; fi
   done
   python -m bench.submissions.make_reference submissions/mini-v2/tiny-lr3e-4/naive

@@ -113,9 +113,10 @@ class Board:
         if key not in self._decisions:
             valid = [v for v in self.in_group(protocol, models) if v.ok]
             cells = [c for v in valid for c in v.pairs]
-            found = _decided(valid, cells, "nts", category, source)
-            if found and all(c.bon for c in cells):
-                for sub, row in _decided(valid, bon_view(cells), "bon-nts", category, source).items():
+            controls = [c for v in valid for c in v.controls]   # naive's replicates, as bench compare uses them
+            found = _decided(valid, cells, controls, "nts", category, source)
+            if found and all(c.bon for c in (*cells, *controls)):
+                for sub, row in _decided(valid, bon_view(cells), bon_view(controls), "bon-nts", category, source).items():
                     found[sub]["bon"] = row
             self._decisions[key] = found
         return self._decisions[key]
@@ -130,15 +131,16 @@ class Board:
 NO_DELTA = (math.nan,) * 5
 
 
-def _decided(valid: list[Validation], cells: list, metric: str, category: str | None, source: str | None
-             ) -> dict[str, dict]:
-    """``Board.decisions`` on ``cells`` (the submissions' cells, or their BoN views for ``metric`` "bon-nts")."""
+def _decided(valid: list[Validation], cells: list, controls: list, metric: str, category: str | None,
+             source: str | None) -> dict[str, dict]:
+    """``Board.decisions`` on ``cells`` (the submissions' cells, or their BoN views for ``metric`` "bon-nts"), each
+    run's difference against naive corrected by its replicates' (``controls``) where they ran every cell."""
     from bench.core.stats import Board as Bootstrap
 
     slugs = {v.submission["slug"]: v.key for v in valid}
     fresh = {v.submission["slug"]: v.submission.get("fresh_from") or 0 for v in valid}
     try:
-        boot = Bootstrap(cells)
+        boot = Bootstrap(cells, controls=controls)
         table = decision_table(boot, category=category, source=source, metric=metric)
     except ValueError:
         return {}
@@ -153,7 +155,7 @@ def _decided(valid: list[Validation], cells: list, metric: str, category: str | 
         if BASELINE not in boot.methods or slug == BASELINE:
             continue
         if fresh[slug]:   # chosen on its first seeds: decided on the others, as bench compare --fresh-from does
-            found[sub].update(_fresh_delta(cells, slug, fresh[slug], table.columns, metric, category, source))
+            found[sub].update(_fresh_delta(cells, controls, slug, fresh[slug], table.columns, metric, category, source))
             continue
         found[sub].update(_against_naive(boot, slug, category, source))
     return found
@@ -173,18 +175,18 @@ def _about_delta(column: str) -> bool:
     return column.startswith("Δ ") or column in ("p", "runs")
 
 
-def _fresh_delta(cells: list, slug: str, fresh: int, columns, metric: str, category: str | None,
+def _fresh_delta(cells: list, controls: list, slug: str, fresh: int, columns, metric: str, category: str | None,
                  source: str | None) -> dict:
     """The Δ against naive of a submission chosen on its first seeds (SubmissionFile.fresh_from): ``decision_table``'s
-    columns about it, ``delta`` and ``deciding``, over the seeds from ``fresh`` on of both sides, as ``bench compare
-    --fresh-from`` computes them (without naive's replicates, which are not submissions). Where naive holds no whole
+    columns about it, ``delta`` and ``deciding``, over the seeds from ``fresh`` on of both sides (and of naive's
+    replicates, its ``controls``), as ``bench compare --fresh-from`` computes them. Where naive holds no whole
     seed from there on nothing is decided, and ``deciding`` says it rests on no seed."""
     from bench.core.stats import Board as Bootstrap
 
     picked, boot = [c for c in cells if c.method in (slug, BASELINE) and c.seed >= fresh], None
     if {c.method for c in picked} == {slug, BASELINE}:
         try:
-            boot = Bootstrap(picked)
+            boot = Bootstrap(picked, controls=[c for c in controls if c.seed >= fresh])
         except ValueError:   # no whole seed from ``fresh`` on that both hold
             pass
     if boot is None:

@@ -39,7 +39,7 @@ from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import Problem, Validation
 
-FORMAT = 3   # the layout of an entry; bump it when what is stored changes (3: the cells' BoN credits)
+FORMAT = 4   # the layout of an entry; bump it when what is stored changes (3: the cells' BoN credits, 4: controls)
 # What a submission's validation outcome depends on besides its files: the check itself, the
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
@@ -97,15 +97,25 @@ def _to_json(v: Validation, key: str) -> dict:
     return {"format": FORMAT, "key": key, "folder": str(v.folder),
             "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
             "submission": v.submission, "cells": [c.model_dump(mode="json") for c in v.cells],
-            "pairs": [{"method": c.method, "name": c.name, "seed": c.seed, "source": c.source, "category": c.category,
-                       "independent": c.independent, "looks": list(c.looks) if c.looks else None,
-                       "eval_sets": [{"name": e.name, "role": e.role, "pair_ids": list(e.pair_ids),
-                                      "teacher": correctness_text(e.teacher), "student": correctness_text(e.student)}
-                                     for e in c.eval_sets],
-                       # a set's credit is |T ∩ B| / |T|, any fraction: kept as JSON floats, which read back exactly
-                       "bon": [{"name": e.name, "role": e.role, "set_ids": list(e.pair_ids),
-                                "teacher": e.teacher.tolist(), "student": e.student.tolist()} for e in c.bon]}
-                      for c in v.pairs]}
+            "pairs": [_cell_to_json(c) for c in v.pairs], "controls": [_cell_to_json(c) for c in v.controls]}
+
+
+def _cell_to_json(c: Cell) -> dict:
+    return {"method": c.method, "name": c.name, "seed": c.seed, "source": c.source, "category": c.category,
+            "independent": c.independent, "looks": list(c.looks) if c.looks else None,
+            "eval_sets": [{"name": e.name, "role": e.role, "pair_ids": list(e.pair_ids),
+                           "teacher": correctness_text(e.teacher), "student": correctness_text(e.student)}
+                          for e in c.eval_sets],
+            # a set's credit is |T ∩ B| / |T|, any fraction: kept as JSON floats, which read back exactly
+            "bon": [{"name": e.name, "role": e.role, "set_ids": list(e.pair_ids),
+                     "teacher": e.teacher.tolist(), "student": e.student.tolist()} for e in c.bon]}
+
+
+def _cell_from_json(c: dict) -> Cell:
+    return Cell(c["method"], int(c["seed"]), c["source"], c["category"], tuple(
+        EvalSet(e["name"], e["role"], tuple(e["pair_ids"]), correctness_from_text(e["teacher"], len(e["pair_ids"])),
+                correctness_from_text(e["student"], len(e["pair_ids"]))) for e in c["eval_sets"]),
+        c["independent"], tuple(c["looks"]) if c["looks"] else None, c["name"], _bon_from_json(c["bon"]))
 
 
 def _bon_from_json(sets: list[dict]) -> tuple[EvalSet, ...]:
@@ -123,14 +133,11 @@ def _bon_from_json(sets: list[dict]) -> tuple[EvalSet, ...]:
 def _from_json(data: dict, folder: Path) -> Validation:
     from bench.core.result_schema import CellResult
 
-    pairs = [Cell(c["method"], int(c["seed"]), c["source"], c["category"], tuple(
-        EvalSet(e["name"], e["role"], tuple(e["pair_ids"]), correctness_from_text(e["teacher"], len(e["pair_ids"])),
-                correctness_from_text(e["student"], len(e["pair_ids"]))) for e in c["eval_sets"]),
-        c["independent"], tuple(c["looks"]) if c["looks"] else None, c["name"], _bon_from_json(c["bon"]))
-        for c in data["pairs"]]
     return Validation(folder, errors=[Problem(**p) for p in data["errors"]],
                       warnings=[Problem(**p) for p in data["warnings"]], submission=data["submission"],
-                      cells=[CellResult.model_validate(c) for c in data["cells"]], pairs=pairs)
+                      cells=[CellResult.model_validate(c) for c in data["cells"]],
+                      pairs=[_cell_from_json(c) for c in data["pairs"]],
+                      controls=[_cell_from_json(c) for c in data["controls"]])
 
 
 def entry_path(cache_dir: Path, folder: Path) -> Path:

@@ -111,18 +111,21 @@ def _teacher_row(group: pd.DataFrame, ceiling: pd.Series | None, ceiling_ci: dic
             "problem": "submissions disagree on the teacher (bench validate shows where)" if disagree else ""}
 
 
-def rests_on(decision: Decision | None, held: int, runs: int = 0) -> str:
+def rests_on(decision: Decision | None, held: int, runs: int = 0, replicates: int = 0) -> str:
     """What a row's Δ vs naive rests on, with the seeds its submission holds where they are more: "30 runs (5
     seeds)", "18 runs (3 of 5 seeds)" (a submission grown further than naive), "102 runs (17 of 20 seeds, from seed
-    3)" (the seeds before chose the method: SubmissionFile.fresh_from), "3 seeds" (decided over seeds);
+    3)" (the seeds before chose the method: SubmissionFile.fresh_from), "3 seeds" (decided over seeds), each with
+    ", 2 control replicates" where naive's replicates corrected the runs' differences;
     without a Δ (naive's own row, a submission that does not validate), what it holds: its ``runs`` where its
-    group's runs are independent ("60 runs (10 seeds)", in the unit of the rows beside it), else its seeds."""
+    group's runs are independent ("60 runs (10 seeds)", in the unit of the rows beside it), else its seeds, and
+    naive's ``replicates`` ("60 runs (10 seeds), 2 replicates")."""
     if decision is None:
-        return f"{runs} runs ({plural(held, 'seed')})" if runs else plural(held, "seed")
+        held_text = f"{runs} runs ({plural(held, 'seed')})" if runs else plural(held, "seed")
+        return held_text + (f", {plural(replicates, 'replicate')}" if replicates else "")
     if not decision.seeds:   # chosen on its first seeds, and naive holds none of the others
         return f"none: naive holds no whole seed from {decision.from_seed} on"
     if decision.runs and decision.seeds < held:
-        return f"{decision.runs} runs ({decision.seeds} of {held} seeds{decision.fresh})"
+        return f"{decision.runs} runs ({decision.seeds} of {held} seeds{decision.fresh}){decision.controlled}"
     return decision.rests_on
 
 
@@ -150,7 +153,8 @@ def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, c
            "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean(),
            "fresh from": (board.by_key[key].submission or {}).get("fresh_from") or 0,
            "runs": rests_on(decided.get("deciding", {}).get("nts"), int(summary["seeds"]),
-                            runs_in(cells_of) if board.independent(first["protocol"], first["models"]) else 0),
+                            runs_in(cells_of) if board.independent(first["protocol"], first["models"]) else 0,
+                            len({c.method for c in board.by_key[key].controls})),
            "Δ BoN NTS vs naive": bon.get("Δ BoN NTS vs naive", math.nan), "BoN decided": bon.get("decided", ""),
            **_deciding(bon, "Δ BoN")}
     for name in METRICS.values():

@@ -98,13 +98,15 @@ def seq_runs(tmp_path_factory, bon_protocol, small_models):
 @pytest.fixture(scope="session")
 def fresh_runs(tmp_path_factory, bon_protocol, small_models):
     """Real runs and their submissions on a protocol seeded per source whose own seed is 0 and whose plan looks at 2
-    and 3 seeds: naive and anchor lam=0.5 at seeds 0 to 2, for a method chosen on the protocol's seed and decided
-    on the two after it (bench submit --fresh-from 1)."""
+    and 3 seeds: naive, its replicate 1 (which naive's submission holds) and anchor lam=0.5 at seeds 0 to 2, for a
+    method chosen on the protocol's seed and decided on the two after it (bench submit --fresh-from 1), and for
+    naive's replicate as each run's control on the board."""
     from small_runs import small_runs
 
     protocol = dataclasses.replace(bon_protocol, name="mini-fresh", seeding="per-source", looks=(2, 3), seeds=(0,))
     grown = (0, 1, 2)
-    return small_runs(tmp_path_factory, protocol, small_models, (("naive", {}, grown), ("anchor", {"lam": "0.5"}, grown)))
+    return small_runs(tmp_path_factory, protocol, small_models, (
+        ("naive", {}, grown), ("naive", {}, grown, 1), ("anchor", {"lam": "0.5"}, grown)))
 
 
 @pytest.fixture

@@ -33,8 +33,9 @@ _made: dict[tuple[Path, str], SmallRuns] = {}
 
 
 def small_runs(tmp_path_factory, protocol, models, runs=RUNS) -> SmallRuns:
-    """``runs`` (method, params), or (method, params, seeds) for a method run on other seeds than the protocol's, of
-    ``protocol`` x ``models`` and their submissions, made once per session and protocol."""
+    """``runs`` (method, params), or (method, params, seeds) for a method run on other seeds than the protocol's, or
+    (method, params, seeds, replicate) for a replicate of it, of ``protocol`` x ``models`` and their submissions, made
+    once per session and protocol."""
     from bench.core.settings import RunSettings
     from bench.stages import pipeline
     from bench.submissions.pack import submit
@@ -43,9 +44,11 @@ def small_runs(tmp_path_factory, protocol, models, runs=RUNS) -> SmallRuns:
     if base not in _made:
         results, cache, submissions = (tmp_path_factory.mktemp(n) for n in ("sub_results", "sub_cache", "submissions"))
         for method, params, *seeds in runs:
+            replicate = seeds[1] if len(seeds) > 1 else 0
             pipeline.run(RunSettings(protocol, models, method, params, list(protocol.datasets),
                                      list(seeds[0] if seeds else protocol.seeds), results, cache,
-                                     command=f"bench run --method {method}"))
+                                     command=f"bench run --method {method}" + (f" --replicate {replicate}" if replicate
+                                                                               else ""), replicate=replicate))
         protocols, model_pairs = {protocol.name: protocol}, {models.name: models}
         submit([results], submissions, submitter="test suite", command="bench submit results",
                protocols=protocols, model_pairs=model_pairs)

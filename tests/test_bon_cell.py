@@ -393,9 +393,9 @@ def test_protocol_card_documents_the_candidate_sets(bon_protocol):
 
 
 def test_rank_agreement_of_nts_and_bon_nts(bon, bon_protocol, small_models, tmp_path, capsys):
-    """naive, a replicate of it and the rule-based length (and the ceiling, a reference left out by default)
-    ranked by NTS and by BoN NTS: each rank difference has an interval from the shared replicates, rho is
-    the point rankings', and bench report prints both where the board has three ranked methods."""
+    """naive, entropy and the rule-based length (and the ceiling, a reference, and naive's replicate, a control,
+    both left out unless named) ranked by NTS and by BoN NTS: each rank difference has an interval from the shared
+    replicates, rho is the point rankings', and bench report prints both where the board has three ranked methods."""
     import numpy as np
     from scipy.stats import spearmanr
 
@@ -404,14 +404,15 @@ def test_rank_agreement_of_nts_and_bon_nts(bon, bon_protocol, small_models, tmp_
     from bench.core.stats import Board, bon_view
 
     more = tmp_path / "more"
-    for method, replicate in (("length", 0), ("naive", 1)):
+    for method, replicate in (("length", 0), ("entropy", 0), ("naive", 1)):
         pipeline.run(RunSettings(bon_protocol, small_models, method, {}, list(bon_protocol.datasets),
                                  list(bon_protocol.seeds), more, bon["cache"], replicate=replicate))
     [cells] = cells_under(bon["results"], more).values()
     pair, view = Board(cells), Board(bon_view(cells))
-    methods = ["length", "naive", "naive#1"]
+    methods = ["entropy_alpha=0.5_warmup=0.1", "length", "naive"]   # slugs: entropy with its default params
     found = rank_agreement(pair, view)
-    assert list(found.table["method"]) == methods   # the ceiling is a reference, not ranked
+    assert list(found.table["method"]) == methods   # the ceiling is a reference, naive#1 a control: not ranked
+    assert list(rank_agreement(pair, view, [*methods, "naive#1"]).table["method"]) == [*methods, "naive#1"]
     points = [[b.stats(m, ceiling=None).metrics["nts"].estimate for m in methods] for b in (pair, view)]
     assert found.spearman == pytest.approx(spearmanr(*points).statistic)
     assert found.low <= found.spearman <= found.high or np.isnan(found.low)

@@ -253,7 +253,8 @@ def test_methods_link_to_their_paper_and_code():
     assert core.paper_url("EleutherAI w2s (github.com/EleutherAI/w2s, w2s/loss.py)") == "https://github.com/EleutherAI/w2s"
     assert core.paper_url("mine (github.com/attacker/payload)") == ""   # an address a submission names: no link
     from methods import METHODS  # every built-in method with a source links to it
-    unlinked = {name for name in METHODS.names() if not core.paper_url(METHODS.get(name).paper)}
+    built_in = [name for name in METHODS.names() if METHODS.get(name).__module__.startswith("methods.")]   # not the
+    unlinked = {name for name in built_in if not core.paper_url(METHODS.get(name).paper)}   # method files of other tests
     assert unlinked == {"teacher-ensemble"}   # it records no paper
     assert core.paper_url(METHODS.get("anchor").paper) == "https://arxiv.org/abs/2605.25629"
     code = core.method_code("methods.anchor", "0" * 64)

@@ -17,6 +17,7 @@ from bench.core.compare import (
     decision_table,
     interval_text,
 )
+from bench.core.report import TEACHER
 from bench.core.runs import runs_delta
 from bench.core.stats import bon_view
 from leaderboard import core, figures, render
@@ -326,3 +327,84 @@ def test_fresh_from_is_the_first_seed_after_the_protocols_own(fresh_root, fresh_
     assert "no sequential plan" in error
     with pytest.raises(BenchError, match="holds no seed from 1 on.*bench compare anchor_lam=0.5_layers=last naive"):
         resubmit(fresh_runs, tmp_path / "alone", FRESH, fresh_from=1, seeds=[0])
+
+
+def test_naives_replicates_correct_the_boards_differences(fresh_root, fresh_runs, tmp_path, monkeypatch):
+    """naive's submission holds its replicate (cells/replicate1/...), validated as its own cells are, but no row and no
+    part of its summary; from CONTROL_FROM seeds (3 here, to reach it on three seeds) the board corrects each run's Δ
+    against naive by their A/A difference, as bench compare does on the same folder, and says so."""
+    import json
+
+    import bench.core.runs
+    from bench.submissions import validate_submission
+    from bench.submissions.limits import cell_folder
+
+    protocol, models = group(fresh_runs)
+    folder = fresh_runs.submissions / protocol / models / "naive"
+    meta = json.loads((folder / "submission.json").read_text())
+    sources = fresh_runs.protocols[protocol].datasets
+    assert sorted((ref["seed"], ref["source"]) for ref in meta["cells"] if ref.get("replicate") == 1) == \
+        sorted((seed, source) for seed in (0, 1, 2) for source in sources)
+    assert (folder / cell_folder(2, sources[0], 1) / "result.json").is_file()
+    v = validate_submission(folder, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert v.ok and {c.method for c in v.controls} == {"naive#1"} and len(v.controls) == len(v.pairs) == 3 * len(sources)
+    resubmit(fresh_runs, tmp_path / "alone", "naive")   # without the replicate: the same summary and intervals
+    alone = json.loads((tmp_path / "alone" / protocol / models / "naive" / "submission.json").read_text())
+    assert (alone["summary"], alone["intervals"]) == (meta["summary"], meta["intervals"])
+
+    monkeypatch.setattr(bench.core.runs, "CONTROL_FROM", 3)
+    root = fresh_runs.submissions
+    board = core.load_board(root, fresh_runs.protocols, fresh_runs.model_pairs, tmp_path / "cache")
+    table = core.ranking(board, protocol, models).set_index("method")
+    compared, names = board_for(root, [FRESH, "naive"])   # bench compare's, on the same folder
+    expected = compared.runs_delta(*names)
+    cells = {v.submission["slug"]: v.pairs for v in board.in_group(protocol, models)}
+    plain = runs_delta(cells[FRESH], cells["naive"], looks=(2, 3))
+    assert expected.controls == 1 and expected.estimate != pytest.approx(plain.estimate)
+    row = table.loc["anchor"]
+    assert row["Δ NTS vs naive"] == pytest.approx(expected.estimate)
+    assert (row["Δ decides low"], row["Δ decides high"]) == pytest.approx((max(expected.low, -200),
+                                                                          min(expected.high, 200)))
+    assert row["runs"] == f"{3 * len(sources)} runs (3 seeds), 1 control replicate"
+    assert table.loc["naive", "runs"] == f"{3 * len(sources)} runs (3 seeds), 1 replicate"
+    assert sorted(table.index) == sorted(["naive", "anchor", TEACHER])   # the replicate is no row
+    again = core.load_board(root, fresh_runs.protocols, fresh_runs.model_pairs, tmp_path / "cache")   # from the cache
+    assert [len(v.controls) for v in again.validations] == [len(v.controls) for v in board.validations]
+
+
+def test_only_naive_holds_whole_replicates(fresh_runs, tmp_path):
+    """A replicate in another method's submission, or one missing a source of its seed, is refused with the fix; bench
+    submit refuses replicates given without naive's own runs."""
+    import json
+
+    from bench.core.errors import BenchError
+    from bench.submissions import validate_submission
+    from bench.submissions.pack import submit
+
+    protocol, models = group(fresh_runs)
+    ours = fresh_runs.submissions / protocol / models
+
+    def errors(folder):
+        return " ".join(map(str, validate_submission(folder, fresh_runs.protocols, fresh_runs.model_pairs).errors))
+
+    naive = tmp_path / "naive"
+    shutil.copytree(ours / "naive", naive)
+    meta = json.loads((naive / "submission.json").read_text())
+    dropped = next(ref for ref in meta["cells"] if ref.get("replicate") and ref["seed"] == 2)
+    meta["cells"].remove(dropped)
+    shutil.rmtree(naive / "cells" / "replicate1" / "seed2" / dropped["source"].replace("/", "__"))
+    (naive / "submission.json").write_text(json.dumps(meta))
+    assert "replicate 1 of seed 2 is not whole" in errors(naive) and "--replicate 1" in errors(naive)
+
+    other = tmp_path / "anchor"
+    shutil.copytree(ours / FRESH, other)
+    shutil.copytree(ours / "naive" / "cells" / "replicate1", other / "cells" / "replicate1")
+    meta = json.loads((other / "submission.json").read_text())
+    naive_meta = json.loads((ours / "naive" / "submission.json").read_text())
+    meta["cells"] += [ref for ref in naive_meta["cells"] if ref.get("replicate")]
+    (other / "submission.json").write_text(json.dumps(meta))
+    assert "but only naive's submission holds them" in errors(other)
+
+    with pytest.raises(BenchError, match="holds only replicates.*give naive's own results folder"):
+        submit([fresh_runs.results / protocol / models / "naive#1"], tmp_path / "subs", "test suite",
+               protocols=fresh_runs.protocols, model_pairs=fresh_runs.model_pairs)

@@ -23,7 +23,14 @@ def cmd_card(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from bench.core.compare import agreement_text, cells_under, decision_rule, decision_table, rank_agreement
+    from bench.core.compare import (
+        agreement_text,
+        cells_under,
+        decision_rule,
+        decision_table,
+        rank_agreement,
+        ranked,
+    )
     from bench.core.report import left_out_note, method_table
     from bench.core.result_schema import RESULT_FILE
     from bench.core.results import find_cells
@@ -52,7 +59,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if all(c.bon for c in cells):   # a protocol with best-of-N sets: the same table on them
             bon = Board(bon_view(cells))
             print(decision_table(bon, metric="bon-nts").to_string(index=False, float_format=lambda v: f"{v:+.2f}"))
-            if len([m for m in board.methods if m != "ceiling"]) >= 3:
+            if len(ranked(board.methods)) >= 3:
                 print("\n" + agreement_text(rank_agreement(board, bon)))
     return 0
 

@@ -153,14 +153,14 @@ class Decision:
     @property
     def basis(self) -> str:
         """What the interval rests on: "18 runs", "18 runs, 2 control replicates" or "3 seeds"."""
-        return f"{self.runs} runs{self._controlled}" if self.runs else plural(self.seeds, "seed")
+        return f"{self.runs} runs{self.controlled}" if self.runs else plural(self.seeds, "seed")
 
     @property
     def rests_on(self) -> str:
         """The runs with the seeds they span, "18 runs (3 seeds)" (and ", 2 control replicates" where the
         baseline's replicates corrected them; ", from seed 3" where the seeds before chose the method), or the
         seeds alone, "3 seeds"."""
-        return f"{self.runs} runs ({plural(self.seeds, 'seed')}{self.fresh}){self._controlled}" if self.runs \
+        return f"{self.runs} runs ({plural(self.seeds, 'seed')}{self.fresh}){self.controlled}" if self.runs \
             else plural(self.seeds, "seed") + self.fresh
 
     @property
@@ -168,7 +168,7 @@ class Decision:
         return f", from seed {self.from_seed}" if self.from_seed else ""
 
     @property
-    def _controlled(self) -> str:
+    def controlled(self) -> str:
         return f", {plural(self.controls, 'control replicate')}" if self.controls else ""
 
 
@@ -355,15 +355,23 @@ def ranks_of(values: np.ndarray) -> np.ndarray:
     return 1 + (values[None] > values[:, None]).sum(1)
 
 
+def ranked(methods: Sequence[str]) -> list[str]:
+    """The methods a rank agreement ranks unless told: all but the ceiling (a reference) and replicates (``naive#1``:
+    each run's control, not a method)."""
+    from bench.core.results import replicate_of
+
+    return [m for m in methods if m != CEILING and not replicate_of(m)]
+
+
 def rank_agreement(pair: Board, bon: Board, methods: Sequence[str] | None = None) -> RankAgreement:
-    """Whether NTS and BoN NTS rank ``methods`` (default: every method but the ceiling) alike, on boards of the
-    same cells' pairs and BoN views. The two boards draw the same seeds in replicate b (draw_resamples draws
+    """Whether NTS and BoN NTS rank ``methods`` (default: every method but the ceiling and naive's replicates)
+    alike, on boards of the same cells' pairs and BoN views. The two boards draw the same seeds in replicate b (draw_resamples draws
     the seeds first, from the recorded bootstrap seed), which carry almost all of the variance; pairs and sets
     are drawn apart. A method's ranks differ when the 95% interval of (BoN rank - NTS rank) over the
     replicates excludes 0; Spearman's rho is computed in every replicate, and its interval is their percentiles."""
     from scipy.stats import rankdata
 
-    methods = list(methods or [m for m in pair.methods if m != CEILING])
+    methods = list(methods or ranked(pair.methods))
     if len(methods) < 3:
         raise BenchError(f"{len(methods)} ranked methods: a rank agreement needs at least 3")
     if pair.seeds != bon.seeds or pair.resamples.n != bon.resamples.n:

@@ -57,6 +57,12 @@ def replicate_slug(slug: str, replicate: int) -> str:
     return f"{slug}#{replicate}" if replicate else slug
 
 
+def replicate_of(name: str) -> int:
+    """The replicate r of a run's name that ``replicate_slug`` made (``naive#1`` -> 1), 0 for a method's own run."""
+    base, mark, r = name.rpartition("#")
+    return int(r) if mark and base and r.isdigit() else 0
+
+
 def replicates_of(names: Iterable[str], slug: str) -> list[str]:
     """The names among ``names`` that ``replicate_slug`` gives ``slug``'s replicates r > 0, in order of r."""
     found = {n for n in names if n.startswith(f"{slug}#") and n[len(slug) + 1:].isdigit() and int(n[len(slug) + 1:])}

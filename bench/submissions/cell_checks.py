@@ -45,7 +45,9 @@ def close(a: float | None, b: float | None) -> bool:
 
 def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, files: dict[str, int],
                 reference: reference_teacher.Reference | None = None) -> CellResult | None:
-    base = cell_folder(ref["seed"], ref["source"])
+    """One listed cell (``ref``, a CellRef) checked: what recomputes goes into ``v.pairs``, or ``v.controls`` for
+    naive's replicate of it. Returns its result where it could be read."""
+    base = cell_folder(ref["seed"], ref["source"], ref.get("replicate", 0))
     rel_result, rel_scores, rel_candidates = (f"{base}/{name}" for name in (RESULT_FILE, SCORES_FILE, CANDIDATES_FILE))
     listed_files = {rel_result: ref["result_sha256"], rel_scores: ref["scores_sha256"]}
     if protocol.candidates is not None:   # its cells score best-of-N sets: the submission carries their scores
@@ -70,9 +72,9 @@ def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fil
     check_commands(v, rel_result, [("command", result.command)])
     source = ref["source"]
     recorded = {"seed": result.seed, "source": result.source, "protocol": result.protocol.model_dump(exclude_none=True),
-                "models": result.models, "category": result.category}
+                "models": result.models, "category": result.category, "replicate": result.replicate}
     expected = {"seed": ref["seed"], "source": source, "protocol": meta["protocol"], "models": meta["models"],
-                "category": protocol.category_of(source)}
+                "category": protocol.category_of(source), "replicate": ref.get("replicate", 0)}
     for key, value in expected.items():
         if recorded[key] != value:
             v.error(rel_result, key, f"is {str(recorded[key])[:120]!r}, expected {str(value)[:120]!r} "
@@ -124,11 +126,12 @@ def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fil
             v.error(rel_candidates if fld.startswith("candidates") else rel_result, fld, problem,
                     "the numbers must be the ones the per-pair (and per-candidate) scores give; " + REGENERATE)
         if not problems:  # what the board's intervals are computed from (at most the declared pairs)
-            v.pairs.append(cell_from_scores(result, as_rows(rows), rel_result, candidate_rows))
+            into = v.controls if ref.get("replicate", 0) else v.pairs
+            into.append(cell_from_scores(result, as_rows(rows), rel_result, candidate_rows))
             if reference is not None:   # the protocol's test pairs, judged by the protocol's teacher
                 from bench.submissions.reference import check_cell
 
-                check_cell(v, reference, v.pairs[-1])
+                check_cell(v, reference, into[-1])
     return result
 
 

@@ -233,17 +233,24 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
     reference = _reference(v, protocol, meta["models"]["name"], references)
 
     listed: dict[tuple[int, str], dict] = {}
+    replicates: dict[tuple[int, int, str], dict] = {}   # naive's replicates of its cells (CellRef.replicate)
     for i, ref in enumerate(meta["cells"]):
-        key = (ref["seed"], ref["source"])
-        if key in listed:
-            v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[0]}, source {key[1]} is listed twice", REGENERATE)
+        key, r = (ref["seed"], ref["source"]), ref["replicate"]
+        into = replicates if r else listed
+        if (r, *key) in replicates or (not r and key in listed):
+            v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[0]}, source {key[1]}{f', replicate {r}' if r else ''} "
+                    "is listed twice", REGENERATE)
         elif key[0] not in protocol.seed_order or key[1] not in protocol.datasets:
             v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[0]}, source {key[1]!r} is not a cell of "
                     f"{protocol.name} ({protocol.seeds_text}, sources {list(protocol.datasets)})",
                     "remove it; " + REGENERATE)
+        elif r < 0:
+            v.error(SUBMISSION_FILE, f"cells.{i}.replicate", f"is {r}: 0 is the method's own run, r > 0 its replicate r",
+                    REGENERATE)
         else:
-            listed[key] = ref
+            into[(r, *key) if r else key] = ref
     _check_fresh_from(v, meta, protocol, {seed for seed, _ in listed})
+    _check_replicates(v, meta, protocol, set(listed), set(replicates))
     # A protocol with a sequential plan takes further whole seeds after its own, without a gap.
     seeds = protocol.submission_seeds(seed for seed, _ in listed)
     missing = [(seed, source) for seed in seeds for source in protocol.datasets if (seed, source) not in listed]
@@ -254,7 +261,8 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
                 f"{meta['method']['name']} --protocol {protocol.name} --seeds {' '.join(map(str, seeds))}, with the "
                 "same --param), then bench submit again")
     names = (RESULT_FILE, SCORES_FILE) + ((CANDIDATES_FILE,) if protocol.candidates is not None else ())
-    expected_files = {f"{cell_folder(*key)}/{name}" for key in listed for name in names}
+    expected_files = {f"{cell_folder(*key)}/{name}" for key in listed for name in names} | {
+        f"{cell_folder(seed, source, r)}/{name}" for r, seed, source in replicates for name in names}
     for rel in sorted(set(files) - expected_files - {SUBMISSION_FILE}):
         if CELL_FILE_RE.fullmatch(rel):
             v.error(rel, "", "is not listed in submission.json", "remove it, or " + REGENERATE)
@@ -264,6 +272,14 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
         result = check_cell(v, meta, protocol, listed[key], files, reference)
         if result is not None:
             v.cells.append(result)
+    replicated = []   # the replicates' results: their commands are the submission's too
+    for i, key in enumerate(sorted(replicates, key=lambda k: (k[0], k[1], protocol.datasets.index(k[2])))):
+        _in_time(v, started, budget, f"replicate cell {i + 1} of {len(replicates)} (replicate {key[0]}, seed "
+                 f"{key[1]}, {key[2]})")
+        result = check_cell(v, meta, protocol, replicates[key], files, reference)
+        if result is not None:
+            replicated.append(result)
+    _check_paired(v)
 
     check_method_source(v, files)
     if len(v.cells) == len(listed) and v.cells:
@@ -288,8 +304,46 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
             _check_intervals(v, meta["intervals"], submission_intervals(v.pairs))
         if meta["code_version"] != code_version(v.cells):
             v.error(SUBMISSION_FILE, "code_version", "does not match the cells' recorded environments", REGENERATE)
-        if sorted({c.command for c in v.cells}) != meta["run_commands"]:
+        if sorted({c.command for c in (*v.cells, *replicated)}) != meta["run_commands"]:
             v.error(SUBMISSION_FILE, "run_commands", "are not the commands the cells record", REGENERATE)
+
+
+def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, own: set[tuple[int, str]],
+                      replicated: set[tuple[int, int, str]]) -> None:
+    """Replicates (CellRef.replicate) only on naive's submission, whose A/A difference is each run's control against
+    naive, and each replicate of whole seeds that naive's own runs hold: a control that misses a run corrects none."""
+    from bench.core.results import BASELINE
+
+    if replicated and meta["slug"] != BASELINE:
+        v.error(SUBMISSION_FILE, "cells", f"lists replicates of its cells ({len(replicated)}), but only {BASELINE}'s "
+                f"submission holds them (its A/A difference is each run's control against {BASELINE})",
+                f"submit the replicates with {BASELINE}'s results (bench submit results/.../{BASELINE} "
+                f"results/.../{BASELINE}#1); " + REGENERATE)
+        return
+    for r in sorted({r for r, _, _ in replicated}):
+        seeds = sorted({seed for q, seed, _ in replicated if q == r})
+        partial = [seed for seed in seeds if any((seed, d) not in own or (r, seed, d) not in replicated
+                                                 for d in protocol.datasets)]
+        if partial:
+            v.error(SUBMISSION_FILE, "cells", f"replicate {r} of seed{'s' if len(partial) > 1 else ''} "
+                    f"{', '.join(map(str, partial))} is not whole: a replicate runs every source of a seed that "
+                    f"{BASELINE}'s own runs hold", f"run the missing cells (bench run --method {BASELINE} --replicate "
+                    f"{r} --protocol {protocol.name} --seeds {' '.join(map(str, partial))}), or leave those seeds out; "
+                    + REGENERATE)
+
+
+def _check_paired(v: Validation) -> None:
+    """Each replicate's cell scored the test pairs of naive's own cell of its seed and source, with the same teacher:
+    a control is a paired A/A difference (bench.core.runs.paired)."""
+    from bench.core.results import replicate_of
+    from bench.core.runs import paired
+
+    own = {(c.seed, c.source): c for c in v.pairs}
+    for c in v.controls:
+        if (c.seed, c.source) in own and not paired(c, own[c.seed, c.source]):
+            v.error(f"{cell_folder(c.seed, c.source, replicate_of(c.method))}/{RESULT_FILE}", "eval_sets", "its test pairs or teacher's "
+                    f"verdicts are not those of the seed's own cell ({cell_folder(c.seed, c.source)}): a replicate "
+                    "trains the student again on the same teacher and labels", REGENERATE)
 
 
 def _check_fresh_from(v: Validation, meta: dict, protocol: ProtocolSpec, held: set[int]) -> None:

@@ -86,15 +86,18 @@ def unsafe_text(text: str, markup_ok: bool = False) -> str | None:
     kind, what = found.lastgroup, found.group()
     shown = f" {what!r}" if kind in ("entity", "link") else (f" U+{ord(what):04X}" if kind != "markup" else "")
     return _UNSAFE_KINDS[kind] + shown
-CELL_FILE_RE = re.compile(r"cells/seed(\d+)/([A-Za-z0-9][A-Za-z0-9._+=-]*)/(result\.json|scores\.csv\.gz|candidates\.csv\.gz)")
+CELL_FILE_RE = re.compile(r"cells/(?:replicate[1-9]\d*/)?seed(\d+)/([A-Za-z0-9][A-Za-z0-9._+=-]*)/"
+                          r"(result\.json|scores\.csv\.gz|candidates\.csv\.gz)")
 REGENERATE = "regenerate the submission with `bench submit` from the run's results"
 # A string that is a folder of the machine a submission was made on: absolute (/..., C:\...) or ~-prefixed.
 # A result records file names and hub ids, never such paths (commands are made public by bench submit).
 LOCAL_PATH_RE = re.compile(r"(?:/[^\s/]|~[\w.-]*/|[A-Za-z]:[\\/])")
 
 
-def cell_folder(seed: int, source: str) -> str:
-    return f"cells/seed{seed}/{source.replace('/', '__')}"
+def cell_folder(seed: int, source: str, replicate: int = 0) -> str:
+    """Where a submission holds a cell: ``cells/seed0/mini__travel``; naive's replicate r > 0 of it (a control,
+    SubmissionFile) under ``cells/replicate<r>/``."""
+    return f"cells/{f'replicate{replicate}/' if replicate else ''}seed{seed}/{source.replace('/', '__')}"
 
 
 # --- what validation reports ------------------------------------------------------------------------
@@ -120,6 +123,7 @@ class Validation:
     submission: dict | None = None
     cells: list = field(default_factory=list)   # the CellResults that could be read
     pairs: list = field(default_factory=list)   # per cell that recomputes, its per-pair correctness (bench.core.cells.Cell)
+    controls: list = field(default_factory=list)   # likewise of naive's replicates (CellRef.replicate): no row of theirs
     name: str = ""   # how to call it: its path in the submissions root (unique there)
 
     @property

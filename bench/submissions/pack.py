@@ -20,7 +20,7 @@ from bench.core.result_schema import (
     SCORES_FILE,
     CellResult,
 )
-from bench.core.results import load_cell, params_slug
+from bench.core.results import BASELINE, load_cell, params_slug
 from bench.core.specs import ModelPairSpec, ProtocolSpec
 from bench.submissions.check import validate_submission
 from bench.submissions.commands import public_command
@@ -53,11 +53,12 @@ def _group_cells(paths: list[Path]) -> dict[tuple, list[tuple[Path, CellResult]]
                                  "the scores file changed, a non-finite score, or numbers that do not recompute from "
                                  "the scores: `bench verify` says which); rerun the cell with bench run (--force), "
                                  "or move it away")
-            if result.replicate:
+            key = (result.protocol.name, result.models["name"], params_slug(result.method.name, result.method.params))
+            if result.replicate and key[2] != BASELINE:
                 raise BenchError(f"{result_file.parent} is replicate {result.replicate} of its cell (bench run "
                                  "--replicate: the A/A noise measurement), not a submission's run; submit the folder of "
-                                 "the method's own run (without #)")
-            key = (result.protocol.name, result.models["name"], params_slug(result.method.name, result.method.params))
+                                 f"the method's own run (without #). Only {BASELINE}'s replicates go into a submission, "
+                                 f"{BASELINE}'s, as the controls of every comparison against it")
             groups[key].append((result_file.parent, result))
     if not groups:
         raise BenchError(f"no cell results under {', '.join(map(str, paths))}; run `bench run` first")
@@ -75,9 +76,16 @@ def models_option(models: dict) -> str:
     return f"--models {models['name'].partition('+')[0]} --early-stopping {setting}"
 
 
-def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple[dict, list[str]]:
+def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple[dict, dict, list[str]]:
+    """The cells a submission holds, (seed, source) -> (folder, result), naive's replicates of them apart,
+    (replicate, seed, source) -> (folder, result); and the problems that refuse it."""
     from bench.core.protocols import protocol_hash
 
+    replicated = [(folder, result) for folder, result in cells if result.replicate]
+    cells = [(folder, result) for folder, result in cells if not result.replicate]
+    if not cells:
+        return {}, {}, [f"holds only replicates ({', '.join(sorted({str(f.parent.parent) for f, _ in replicated}))}): "
+                        f"give {BASELINE}'s own results folder beside them"]
     chosen, problems = {}, []
     for folder, result in cells:
         key = (result.seed, result.source)
@@ -111,7 +119,31 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
     if len(kinds) > 1:
         problems.append("holds cells of students trained by the harness and of students trained elsewhere (bench "
                         "evaluate) under one name: give the external student another --name")
-    return chosen, problems
+    controls, more = _plan_replicates(replicated, chosen, protocol)
+    return chosen, controls, problems + more
+
+
+def _plan_replicates(replicated: list[tuple[Path, CellResult]], chosen: dict, protocol: ProtocolSpec
+                     ) -> tuple[dict, list[str]]:
+    """naive's replicates among the cells: each replicate's whole seeds that naive's own cells (``chosen``) hold.
+    A seed a replicate ran part way is left out and said (a control corrects only the runs it ran every cell of)."""
+    from bench.core.protocols import protocol_hash
+
+    found, problems = {}, []
+    for folder, result in replicated:
+        key = (result.replicate, result.seed, result.source)
+        if result.protocol.hash != protocol_hash(protocol):
+            problems.append(f"{folder}: made with protocol hash {result.protocol.hash}, {protocol.name} is "
+                            f"{protocol_hash(protocol)} now: rerun it")
+        elif key in found:
+            problems.append(f"{folder}: replicate {key[0]} of seed {key[1]} {key[2]} also in {found[key][0]}: "
+                            "give one results folder")
+        elif (result.seed, result.source) in chosen:
+            found[key] = (folder, result)
+    seeds = {seed for seed, _ in chosen}
+    whole = {(r, seed) for r, seed, _ in found
+             if seed in seeds and all((r, seed, d) in found for d in protocol.datasets)}
+    return {key: cell for key, cell in found.items() if key[:2] in whole}, problems
 
 
 def _one_test_split(chosen: dict, destination: Path) -> list[str]:
@@ -157,12 +189,15 @@ def _pack_result(cell_dir: Path, result: CellResult, target: Path) -> CellResult
     return result
 
 
-def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, command: str,
+def _write(chosen: dict, controls: dict, protocol: ProtocolSpec, folder: Path, submitter: str, command: str,
            fresh_from: int | None) -> None:
-    ordered = [chosen[(s, d)] for s in protocol.submission_seeds(s for s, _ in chosen) for d in protocol.datasets]
+    seeds = protocol.submission_seeds(s for s, _ in chosen)
+    ordered = [chosen[(s, d)] for s in seeds for d in protocol.datasets]
+    replicated = [controls[key] for key in sorted(controls, key=lambda k: (k[0], k[1], protocol.datasets.index(k[2])))
+                  if key[1] in seeds]
     refs, results = [], []
-    for cell_dir, result in ordered:
-        target = folder / cell_folder(result.seed, result.source)
+    for cell_dir, result in (*ordered, *replicated):
+        target = folder / cell_folder(result.seed, result.source, result.replicate)
         target.mkdir(parents=True)
         results.append(_pack_result(cell_dir, result, target))
         shutil.copyfile(cell_dir / SCORES_FILE, target / SCORES_FILE)
@@ -172,6 +207,9 @@ def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, c
         if result.candidates_file is not None:   # a protocol with best-of-N sets: every candidate's scores
             shutil.copyfile(cell_dir / CANDIDATES_FILE, target / CANDIDATES_FILE)
             refs[-1]["candidates_sha256"] = sha256_file(target / CANDIDATES_FILE)
+        if result.replicate:
+            refs[-1]["replicate"] = result.replicate
+    every, results = results, results[:len(ordered)]   # the replicates are controls: no summary, no interval
     first = results[0]
     atomic_write_json(folder / SUBMISSION_FILE, {
         "schema_version": SCHEMA_VERSION,
@@ -184,7 +222,7 @@ def _write(chosen: dict, protocol: ProtocolSpec, folder: Path, submitter: str, c
         "submitter": submitter,
         "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": public_command(command),
-        "run_commands": sorted({r.command for r in results}),
+        "run_commands": sorted({r.command for r in every}),
         "cells": refs,
         "summary": submission_summary(results),
         "intervals": submission_intervals(load_cells(folder / cell_folder(r.seed, r.source) for r in results)),
@@ -209,14 +247,17 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
     plans, problems = [], []
     for (protocol_name, models, slug), cells in sorted(_group_cells(paths).items()):
         protocol = protocol_named(protocol_name, protocols)
-        chosen, group_problems = _plan(cells, protocol)
+        chosen, controls, group_problems = _plan(cells, protocol)
         problems += [f"{protocol_name}/{models}/{slug}: {p}" for p in group_problems]
         destination = Path(out) / protocol_name / models / slug
         if destination.exists() and not force:
             problems.append(f"{destination} exists; pass --force to replace it")
-        plans.append((chosen, protocol, destination))
+        plans.append((chosen, controls, protocol, destination))
     sources = []
-    for chosen, protocol, destination in plans:
+    for chosen, _, protocol, destination in plans:
+        if not chosen:   # replicates alone: said by _plan
+            sources.append(None)
+            continue
         problems += _one_test_split(chosen, destination)
         source, missing = _method_source(chosen)
         sources.append(source)
@@ -224,9 +265,9 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
     if problems:
         raise BenchError("nothing submitted:\n  " + "\n  ".join(problems))
     written = []
-    for (chosen, protocol, destination), source in zip(plans, sources):
+    for (chosen, controls, protocol, destination), source in zip(plans, sources):
         with staged_folder(destination, "submissions folder (--out)") as staging:
-            _write(chosen, protocol, staging, submitter, command, fresh_from)
+            _write(chosen, controls, protocol, staging, submitter, command, fresh_from)
             if source is not None:
                 (staging / METHOD_SOURCE_FILE).write_bytes(source)
             check = validate_submission(staging, protocols, model_pairs)

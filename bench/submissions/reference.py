@@ -166,10 +166,11 @@ def problems(reference: Reference, cell: Cell) -> list[tuple[str, str]]:
 def check_cell(v, reference: Reference, cell: Cell) -> None:
     """Record each of ``problems`` as an error of the validation ``v`` (a bench.submissions.limits.Validation)
     at the cell's result.json and the eval set."""
+    from bench.core.results import replicate_of
     from bench.submissions.limits import cell_folder
 
     for name, problem in problems(reference, cell):
-        v.error(f"{cell_folder(cell.seed, cell.source)}/result.json", f"eval_sets.{name}", problem,
+        v.error(f"{cell_folder(cell.seed, cell.source, replicate_of(cell.method))}/result.json", f"eval_sets.{name}", problem,
                 TEACHER_FIX if "verdicts" in problem else PAIRS_FIX)
 
 

@@ -100,7 +100,7 @@ def check_teachers(validations: list[Validation], beside: list[Validation] = (),
             continue
         reference = reference_teacher.from_cells(base.pairs, base.submission["protocol"], key[1],
                                                  f"the submission {base.key}")
-        for cell in v.pairs:
+        for cell in (*v.pairs, *v.controls):
             reference_teacher.check_cell(v, reference, cell)
 
 
