@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.core.cells import correctness  # noqa: E402
 from bench.core.result_schema import RESULT_FILE  # noqa: E402
-from bench.core.results import params_slug, read_cell  # noqa: E402
+from bench.core.results import params_slug, read_cell, replicate_slug  # noqa: E402
 
 
 def cells(root: Path) -> dict[tuple, tuple]:
@@ -34,7 +34,8 @@ def cells(root: Path) -> dict[tuple, tuple]:
         if read is None:
             continue
         result, rows = read
-        key = (result.protocol.name, result.models["name"], params_slug(result.method.name, result.method.params),
+        key = (result.protocol.name, result.models["name"],
+               replicate_slug(params_slug(result.method.name, result.method.params), result.replicate),
                result.seed, result.source)
         if key in found:
             raise SystemExit(f"{root} holds the cell {key} twice (e.g. {path.parent}): point at one run of it")

@@ -75,7 +75,9 @@ BOARD_COLUMNS = [
            "method hold, and the seeds they span ('30 runs (5 seeds)'); '18 runs (3 of 5 seeds)' where the submission "
            "holds more seeds than naive (a comparison grown until decided, bench compare --until-decided); ', from seed 3' "
            "where the seeds before it chose the method (the zoo's best three: bench submit --fresh-from), so they are "
-           "left out of its Δ; on naive's own row the runs and seeds it holds", False, True, RUNS),
+           "left out of its Δ; ', 2 control replicates' where naive's replicates corrected each run's difference (from "
+           "5 seeds, where its submission holds them too: docs/statistics.md); on naive's own row the runs and seeds it "
+           "holds, and its replicates", False, True, RUNS),
     Column("Δ 95% CI", "Bootstrap 95% interval of Δ NTS vs naive (over the seeds every submission of the group "
            "holds, or from the seed 'runs' names)", True, False),
     Column("NTS 95% CI", "NTS's " + _CI, True, True),
@@ -199,9 +201,10 @@ def _cell(name: str, row: pd.Series) -> ShownCell:
     if name in DELTA_INTERVALS:
         low, high = (row[f"{DELTA_INTERVALS[name]} {end}"] for end in ("low", "high"))
         return number(interval_text(low, high), low)
-    if name == "runs":   # "30 runs (5 seeds)": sorted by its runs
+    if name == "runs":   # "30 runs (5 seeds)[, 2 control replicates]": sorted by its runs
         text = str(row[name] or "")
-        return ShownCell(text, int(text.split()[0]) if text.endswith(")") else "")
+        found = re.match(r"(\d+) runs", text)
+        return ShownCell(text, int(found.group(1)) if found else "")
     if name in ("seeds", "cells"):
         return number(str(int(row[name])), float(row[name]))
     if name == "rank":

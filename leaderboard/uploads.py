@@ -27,7 +27,7 @@ from leaderboard.ranking import ranking
 
 SHOWN_KINDS = 8       # kinds of problem listed, the submission's own first
 SHOWN_PER_KIND = 3    # examples of each
-_CELL = re.compile(r"cells/seed\d+/[^/:]+/")
+_CELL = re.compile(r"cells/(?:replicate\d+/)?seed\d+/[^/:]+/")
 _VARYING = re.compile(r"'[^']*'|\d+(?:\.\d+)?")
 
 

@@ -373,12 +373,16 @@ def test_naives_replicates_correct_the_boards_differences(fresh_root, fresh_runs
 
 
 def test_only_naive_holds_whole_replicates(fresh_runs, tmp_path):
-    """A replicate in another method's submission, or one missing a source of its seed, is refused with the fix; bench
-    submit refuses replicates given without naive's own runs."""
+    """A replicate in another method's submission, one missing a source of its seed, or one that is no A/A run of
+    naive's cell is refused with the fix; bench submit refuses replicates given without naive's own runs."""
     import json
 
+    from small_runs import edit_json
+
     from bench.core.errors import BenchError
+    from bench.core.io import sha256_file
     from bench.submissions import validate_submission
+    from bench.submissions.limits import cell_folder
     from bench.submissions.pack import submit
 
     protocol, models = group(fresh_runs)
@@ -404,6 +408,17 @@ def test_only_naive_holds_whole_replicates(fresh_runs, tmp_path):
     meta["cells"] += [ref for ref in naive_meta["cells"] if ref.get("replicate")]
     (other / "submission.json").write_text(json.dumps(meta))
     assert "but only naive's submission holds them" in errors(other)
+
+    alike = tmp_path / "alike"   # a replicate trained on other labels is no A/A run of naive's cell
+    shutil.copytree(ours / "naive", alike)
+    meta = json.loads((alike / "submission.json").read_text())
+    ref = next(ref for ref in meta["cells"] if ref.get("replicate"))
+    result_file = alike / cell_folder(ref["seed"], ref["source"], 1) / "result.json"
+    edit_json(result_file, lambda result: result["labels"].update(digest="0" * 64))
+    ref["result_sha256"] = sha256_file(result_file)
+    (alike / "submission.json").write_text(json.dumps(meta))
+    assert "labels.digest: is '0000" in errors(alike) and "differs from it in the student's randomness alone" in \
+        errors(alike)
 
     with pytest.raises(BenchError, match="holds only replicates.*give naive's own results folder"):
         submit([fresh_runs.results / protocol / models / "naive#1"], tmp_path / "subs", "test suite",

@@ -97,7 +97,7 @@ def decision_table(board: Board, baseline: str = BASELINE, category: str | None 
     ``metric`` names the columns: "bon-nts" for a board of BoN views (``view``)."""
     rows = []
     name = LABELS[metric]["nts"]
-    contenders = [m for m in board.methods if m != CEILING]   # the ceiling is a reference, ranked with no one
+    contenders = ranked(board.methods)   # the ceiling is a reference and a replicate a control: ranked with no one
     ranks = {r.method: r for r in board.ranks(contenders, category=category, source=source)} if contenders else {}
     for method in board.methods:
         nts = board.stats(method, category=category, source=source).metrics["nts"]

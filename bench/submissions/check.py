@@ -76,8 +76,8 @@ def _inventory(v: Validation) -> dict[str, int]:
         if rel not in (SUBMISSION_FILE, METHOD_SOURCE_FILE) and not CELL_FILE_RE.fullmatch(rel):
             v.error(rel, "", "is not part of a submission (it is never read or run)",
                     "remove it: a submission holds only submission.json, cells/seed<N>/<source>/"
-                    f"{{result.json,scores.csv.gz}} (and {CANDIDATES_FILE} on a protocol with candidate sets) and, for a "
-                    f"method that is not built in, {METHOD_SOURCE_FILE}")
+                    f"{{result.json,scores.csv.gz}} (and {CANDIDATES_FILE} on a protocol with candidate sets; naive's "
+                    f"replicates under cells/replicate<R>/) and, for a method that is not built in, {METHOD_SOURCE_FILE}")
     if SUBMISSION_FILE not in files:
         v.error(SUBMISSION_FILE, "", "is missing", REGENERATE)
         raise _Stop
@@ -279,7 +279,7 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
         result = check_cell(v, meta, protocol, replicates[key], files, reference)
         if result is not None:
             replicated.append(result)
-    _check_paired(v)
+    _check_alike(v, replicated)
 
     check_method_source(v, files)
     if len(v.cells) == len(listed) and v.cells:
@@ -322,8 +322,14 @@ def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, own: se
         return
     for r in sorted({r for r, _, _ in replicated}):
         seeds = sorted({seed for q, seed, _ in replicated if q == r})
-        partial = [seed for seed in seeds if any((seed, d) not in own or (r, seed, d) not in replicated
-                                                 for d in protocol.datasets)]
+        unheld = [seed for seed in seeds if any((seed, d) not in own for d in protocol.datasets)]
+        partial = [seed for seed in seeds if seed not in unheld and
+                   any((r, seed, d) not in replicated for d in protocol.datasets)]
+        if unheld:
+            v.error(SUBMISSION_FILE, "cells", f"replicate {r} holds seed{'s' if len(unheld) > 1 else ''} "
+                    f"{', '.join(map(str, unheld))}, of which {BASELINE}'s own runs miss a source: a replicate is the "
+                    f"control of {BASELINE}'s own run of its cell", "leave those seeds of the replicate out, or run "
+                    f"{BASELINE}'s own missing cells; " + REGENERATE)
         if partial:
             v.error(SUBMISSION_FILE, "cells", f"replicate {r} of seed{'s' if len(partial) > 1 else ''} "
                     f"{', '.join(map(str, partial))} is not whole: a replicate runs every source of a seed that "
@@ -332,18 +338,33 @@ def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, own: se
                     + REGENERATE)
 
 
-def _check_paired(v: Validation) -> None:
-    """Each replicate's cell scored the test pairs of naive's own cell of its seed and source, with the same teacher:
-    a control is a paired A/A difference (bench.core.runs.paired)."""
+def _check_alike(v: Validation, replicated: list) -> None:
+    """Each replicate is an A/A run of naive's own cell of its seed and source: the same test pairs, teacher and
+    verdicts (bench.core.runs.paired), labels, and code of the method; only the student's randomness differs.
+    A control that is not one would bias every difference it corrects."""
     from bench.core.results import replicate_of
     from bench.core.runs import paired
 
-    own = {(c.seed, c.source): c for c in v.pairs}
+    rerun = ("rerun the replicate beside naive's own runs, with the same model pair, data and shiftbench (bench run "
+             "--method naive --replicate R --seeds N), or leave it out; then " + REGENERATE)
+    own, mine = {(c.seed, c.source): c for c in v.pairs}, {(c.seed, c.source): c for c in v.cells}
     for c in v.controls:
         if (c.seed, c.source) in own and not paired(c, own[c.seed, c.source]):
-            v.error(f"{cell_folder(c.seed, c.source, replicate_of(c.method))}/{RESULT_FILE}", "eval_sets", "its test pairs or teacher's "
-                    f"verdicts are not those of the seed's own cell ({cell_folder(c.seed, c.source)}): a replicate "
-                    "trains the student again on the same teacher and labels", REGENERATE)
+            v.error(f"{cell_folder(c.seed, c.source, replicate_of(c.method))}/{RESULT_FILE}", "eval_sets", "its test "
+                    f"pairs or teacher's verdicts are not those of naive's own cell ({cell_folder(c.seed, c.source)}): "
+                    "a replicate trains the student again on the same teacher and labels", rerun)
+    for result in replicated:
+        base = mine.get((result.seed, result.source))
+        if base is None:
+            continue
+        for fld, value, expected in (
+                ("labels.digest", result.labels and result.labels.digest, base.labels and base.labels.digest),
+                ("teacher.cache_key", result.teacher.get("cache_key"), base.teacher.get("cache_key")),
+                ("method.origin", result.method.origin, base.method.origin)):
+            if value != expected:
+                v.error(f"{cell_folder(result.seed, result.source, result.replicate)}/{RESULT_FILE}", fld,
+                        f"is {str(value)[:80]!r}, naive's own cell ({cell_folder(result.seed, result.source)}) records "
+                        f"{str(expected)[:80]!r}: a replicate differs from it in the student's randomness alone", rerun)
 
 
 def _check_fresh_from(v: Validation, meta: dict, protocol: ProtocolSpec, held: set[int]) -> None:

@@ -4,6 +4,7 @@ command made public (``commands.public_command``), validated, then moved into pl
 from __future__ import annotations
 
 import shutil
+import sys
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -143,6 +144,9 @@ def _plan_replicates(replicated: list[tuple[Path, CellResult]], chosen: dict, pr
     seeds = {seed for seed, _ in chosen}
     whole = {(r, seed) for r, seed, _ in found
              if seed in seeds and all((r, seed, d) in found for d in protocol.datasets)}
+    for r, seed in sorted({key[:2] for key in found} - whole):
+        print(f"note: replicate {r} of seed {seed} is left out of {BASELINE}'s submission: it misses a source of the "
+              "seed (stopped part way?), so it corrects no run", file=sys.stderr)
     return {key: cell for key, cell in found.items() if key[:2] in whole}, problems
 
 

@@ -22,7 +22,8 @@ from bench.submissions.limits import CELL_FILE_RE, SUBMISSION_FILE
 
 REZIP = "zip the submission folder again (python -m zipfile -c sub.zip FOLDER/)"
 LAYOUT = ("submission.json, cells/seed<N>/<source>/{result.json,scores.csv.gz} (with candidates.csv.gz on a protocol "
-          f"with candidate sets) and, for a method that is not built in, {METHOD_SOURCE_FILE} only")
+          "with candidate sets; naive's replicates under cells/replicate<R>/) and, for a method that is not built in, "
+          f"{METHOD_SOURCE_FILE} only")
 
 
 def size_text(n: int) -> str:
