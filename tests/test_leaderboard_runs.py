@@ -423,3 +423,9 @@ def test_only_naive_holds_whole_replicates(fresh_runs, tmp_path):
     with pytest.raises(BenchError, match="holds only replicates.*give naive's own results folder"):
         submit([fresh_runs.results / protocol / models / "naive#1"], tmp_path / "subs", "test suite",
                protocols=fresh_runs.protocols, model_pairs=fresh_runs.model_pairs)
+    runs = fresh_runs.results / protocol / models
+    twice = tmp_path / "twice" / "naive#1"   # one replicate cell in two results folders: which one is meant?
+    shutil.copytree(runs / "naive#1" / "seed0", twice / "seed0")
+    with pytest.raises(BenchError, match="replicate 1 of seed 0 .* also in .*give one results folder"):
+        submit([runs / "naive", runs / "naive#1", twice], tmp_path / "subs", "test suite",
+               protocols=fresh_runs.protocols, model_pairs=fresh_runs.model_pairs)

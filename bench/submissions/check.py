@@ -232,25 +232,25 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
     _check_models(v, meta, model_pairs)
     reference = _reference(v, protocol, meta["models"]["name"], references)
 
-    listed: dict[tuple[int, str], dict] = {}
-    replicates: dict[tuple[int, int, str], dict] = {}   # naive's replicates of its cells (CellRef.replicate)
-    for i, ref in enumerate(meta["cells"]):
-        key, r = (ref["seed"], ref["source"]), ref["replicate"]
-        into = replicates if r else listed
-        if (r, *key) in replicates or (not r and key in listed):
-            v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[0]}, source {key[1]}{f', replicate {r}' if r else ''} "
-                    "is listed twice", REGENERATE)
-        elif key[0] not in protocol.seed_order or key[1] not in protocol.datasets:
-            v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[0]}, source {key[1]!r} is not a cell of "
+    held: dict[tuple[int, int, str], dict] = {}   # (replicate, seed, source): r = 0 the method's own run, r > 0
+    for i, ref in enumerate(meta["cells"]):      # naive's replicate r of it (CellRef.replicate)
+        key = (ref["replicate"], ref["seed"], ref["source"])
+        if key in held:
+            v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[1]}, source {key[2]}"
+                    f"{f', replicate {key[0]}' if key[0] else ''} is listed twice", REGENERATE)
+        elif key[1] not in protocol.seed_order or key[2] not in protocol.datasets:
+            v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[1]}, source {key[2]!r} is not a cell of "
                     f"{protocol.name} ({protocol.seeds_text}, sources {list(protocol.datasets)})",
                     "remove it; " + REGENERATE)
-        elif r < 0:
-            v.error(SUBMISSION_FILE, f"cells.{i}.replicate", f"is {r}: 0 is the method's own run, r > 0 its replicate r",
-                    REGENERATE)
+        elif key[0] < 0:
+            v.error(SUBMISSION_FILE, f"cells.{i}.replicate", f"is {key[0]}: 0 is the method's own run, r > 0 its "
+                    "replicate r", REGENERATE)
         else:
-            into[(r, *key) if r else key] = ref
+            held[key] = ref
+    listed = {key[1:]: ref for key, ref in held.items() if not key[0]}
+    replicates = {key: ref for key, ref in held.items() if key[0]}
     _check_fresh_from(v, meta, protocol, {seed for seed, _ in listed})
-    _check_replicates(v, meta, protocol, set(listed), set(replicates))
+    _check_replicates(v, meta, protocol, set(held))
     # A protocol with a sequential plan takes further whole seeds after its own, without a gap.
     seeds = protocol.submission_seeds(seed for seed, _ in listed)
     missing = [(seed, source) for seed in seeds for source in protocol.datasets if (seed, source) not in listed]
@@ -308,12 +308,13 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
             v.error(SUBMISSION_FILE, "run_commands", "are not the commands the cells record", REGENERATE)
 
 
-def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, own: set[tuple[int, str]],
-                      replicated: set[tuple[int, int, str]]) -> None:
+def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, held: set[tuple[int, int, str]]) -> None:
     """Replicates (CellRef.replicate) only on naive's submission, whose A/A difference is each run's control against
-    naive, and each replicate of whole seeds that naive's own runs hold: a control that misses a run corrects none."""
+    naive, and each replicate of whole seeds that naive's own runs hold: a control that misses a run corrects none.
+    ``held``: the submission's (replicate, seed, source), r = 0 its own runs."""
     from bench.core.results import BASELINE
 
+    replicated = {key for key in held if key[0]}
     if replicated and meta["slug"] != BASELINE:
         v.error(SUBMISSION_FILE, "cells", f"lists replicates of its cells ({len(replicated)}), but only {BASELINE}'s "
                 f"submission holds them (its A/A difference is each run's control against {BASELINE})",
@@ -322,9 +323,9 @@ def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, own: se
         return
     for r in sorted({r for r, _, _ in replicated}):
         seeds = sorted({seed for q, seed, _ in replicated if q == r})
-        unheld = [seed for seed in seeds if any((seed, d) not in own for d in protocol.datasets)]
+        unheld = [seed for seed in seeds if any((0, seed, d) not in held for d in protocol.datasets)]
         partial = [seed for seed in seeds if seed not in unheld and
-                   any((r, seed, d) not in replicated for d in protocol.datasets)]
+                   any((r, seed, d) not in held for d in protocol.datasets)]
         if unheld:
             v.error(SUBMISSION_FILE, "cells", f"replicate {r} holds seed{'s' if len(unheld) > 1 else ''} "
                     f"{', '.join(map(str, unheld))}, of which {BASELINE}'s own runs miss a source: a replicate is the "

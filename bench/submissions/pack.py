@@ -79,75 +79,64 @@ def models_option(models: dict) -> str:
 
 def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple[dict, dict, list[str]]:
     """The cells a submission holds, (seed, source) -> (folder, result), naive's replicates of them apart,
-    (replicate, seed, source) -> (folder, result); and the problems that refuse it."""
+    (replicate, seed, source) -> (folder, result); and the problems that refuse it. A replicate's seed goes in
+    whole or not at all: a control corrects only the runs it ran every cell of."""
     from bench.core.protocols import protocol_hash
 
-    replicated = [(folder, result) for folder, result in cells if result.replicate]
-    cells = [(folder, result) for folder, result in cells if not result.replicate]
-    if not cells:
-        return {}, {}, [f"holds only replicates ({', '.join(sorted({str(f.parent.parent) for f, _ in replicated}))}): "
-                        f"give {BASELINE}'s own results folder beside them"]
-    chosen, problems = {}, []
+    if all(result.replicate for _, result in cells):
+        folders = sorted({str(folder.parent.parent) for folder, _ in cells})
+        return {}, {}, [f"holds only replicates ({', '.join(folders)}): give {BASELINE}'s own results folder "
+                        "beside them"]
+    found, problems = {}, []   # (replicate, seed, source) -> (folder, result): r = 0 is the method's own run
     for folder, result in cells:
-        key = (result.seed, result.source)
-        if result.protocol.hash != protocol_hash(protocol):
-            problems.append(f"{folder}: made with protocol hash {result.protocol.hash}, {protocol.name} is "
-                            f"{protocol_hash(protocol)} now: rerun it")
-        elif key[0] in protocol.seed_order and key in chosen:
-            problems.append(f"{folder}: seed {key[0]} {key[1]} also in {chosen[key][0]}: give one results folder")
-        elif key[0] in protocol.seed_order:
-            chosen[key] = (folder, result)
-    seeds = protocol.submission_seeds(seed for seed, _ in chosen)   # beyond the protocol's: whole, without a gap
-    missing = [f"seed {s} {d}" for s in seeds for d in protocol.datasets if (s, d) not in chosen]
-    if missing:
-        method = cells[0][1].method
-        params = " ".join(f"--param {k}={v}" for k, v in sorted(method.params.items()))
-        if cells[0][1].external is not None:   # a student trained elsewhere: each missing cell needs its checkpoint
-            problems.append(f"missing cells: {', '.join(missing)}; train a student on each one's labels (bench labels) "
-                            f"and score it with bench evaluate --name {method.name} {params} --protocol "
-                            f"{protocol.name} --models {cells[0][1].models['name']} --source S --seeds N "
-                            "--student CHECKPOINT --labels LABELS".replace("  ", " "))
-        else:
-            problems.append(f"missing cells: {', '.join(missing)}; run them with bench run --method {method.name} "
-                            f"{params} --protocol {protocol.name} {models_option(cells[0][1].models)} "
-                            f"--seeds {' '.join(map(str, seeds))}".replace("  ", " "))
-        extra = sorted({s for s, _ in chosen} - set(protocol.seeds))
-        if extra:   # a comparison grown past the protocol's seeds and cut short: its seeds may also be left out
-            problems.append(f"or submit the protocol's seeds {list(protocol.seeds)} alone: give bench submit a results "
-                            f"folder without the cells of seed{'s' if len(extra) > 1 else ''} "
-                            f"{', '.join(map(str, extra))}")
-    kinds = {result.external is not None for _, result in chosen.values()}
-    if len(kinds) > 1:
-        problems.append("holds cells of students trained by the harness and of students trained elsewhere (bench "
-                        "evaluate) under one name: give the external student another --name")
-    controls, more = _plan_replicates(replicated, chosen, protocol)
-    return chosen, controls, problems + more
-
-
-def _plan_replicates(replicated: list[tuple[Path, CellResult]], chosen: dict, protocol: ProtocolSpec
-                     ) -> tuple[dict, list[str]]:
-    """naive's replicates among the cells: each replicate's whole seeds that naive's own cells (``chosen``) hold.
-    A seed a replicate ran part way is left out and said (a control corrects only the runs it ran every cell of)."""
-    from bench.core.protocols import protocol_hash
-
-    found, problems = {}, []
-    for folder, result in replicated:
         key = (result.replicate, result.seed, result.source)
         if result.protocol.hash != protocol_hash(protocol):
             problems.append(f"{folder}: made with protocol hash {result.protocol.hash}, {protocol.name} is "
                             f"{protocol_hash(protocol)} now: rerun it")
-        elif key in found:
-            problems.append(f"{folder}: replicate {key[0]} of seed {key[1]} {key[2]} also in {found[key][0]}: "
-                            "give one results folder")
-        elif (result.seed, result.source) in chosen:
+        elif key[1] in protocol.seed_order and key in found:
+            what = f"replicate {key[0]} of seed" if key[0] else "seed"
+            problems.append(f"{folder}: {what} {key[1]} {key[2]} also in {found[key][0]}: give one results folder")
+        elif key[1] in protocol.seed_order:
             found[key] = (folder, result)
-    seeds = {seed for seed, _ in chosen}
+    chosen = {key[1:]: cell for key, cell in found.items() if not key[0]}
+    seeds = protocol.submission_seeds(seed for seed, _ in chosen)   # beyond the protocol's: whole, without a gap
+    missing = [f"seed {s} {d}" for s in seeds for d in protocol.datasets if (s, d) not in chosen]
+    if missing:
+        own = next(result for _, result in cells if not result.replicate)
+        problems += _missing(missing, seeds, chosen, own, protocol)
+    kinds = {result.external is not None for _, result in chosen.values()}
+    if len(kinds) > 1:
+        problems.append("holds cells of students trained by the harness and of students trained elsewhere (bench "
+                        "evaluate) under one name: give the external student another --name")
+    held = {seed for seed, _ in chosen}
     whole = {(r, seed) for r, seed, _ in found
-             if seed in seeds and all((r, seed, d) in found for d in protocol.datasets)}
-    for r, seed in sorted({key[:2] for key in found} - whole):
+             if r and seed in held and all((r, seed, d) in found for d in protocol.datasets)}
+    for r, seed in sorted({key[:2] for key in found if key[0]} - whole):
         print(f"note: replicate {r} of seed {seed} is left out of {BASELINE}'s submission: it misses a source of the "
-              "seed (stopped part way?), so it corrects no run", file=sys.stderr)
-    return {key: cell for key, cell in found.items() if key[:2] in whole}, problems
+              "seed, or naive's own runs do (stopped part way?), so it corrects no run", file=sys.stderr)
+    return chosen, {key: cell for key, cell in found.items() if key[:2] in whole}, problems
+
+
+def _missing(missing: list[str], seeds: list[int], chosen: dict, first: CellResult, protocol: ProtocolSpec
+             ) -> list[str]:
+    """What refuses a submission whose seeds miss cells, with the commands that run them."""
+    method = first.method
+    params = " ".join(f"--param {k}={v}" for k, v in sorted(method.params.items()))
+    if first.external is not None:   # a student trained elsewhere: each missing cell needs its checkpoint
+        problems = [f"missing cells: {', '.join(missing)}; train a student on each one's labels (bench labels) "
+                    f"and score it with bench evaluate --name {method.name} {params} --protocol "
+                    f"{protocol.name} --models {first.models['name']} --source S --seeds N "
+                    "--student CHECKPOINT --labels LABELS".replace("  ", " ")]
+    else:
+        problems = [f"missing cells: {', '.join(missing)}; run them with bench run --method {method.name} "
+                    f"{params} --protocol {protocol.name} {models_option(first.models)} "
+                    f"--seeds {' '.join(map(str, seeds))}".replace("  ", " ")]
+    extra = sorted({s for s, _ in chosen} - set(protocol.seeds))
+    if extra:   # a comparison grown past the protocol's seeds and cut short: its seeds may also be left out
+        problems.append(f"or submit the protocol's seeds {list(protocol.seeds)} alone: give bench submit a results "
+                        f"folder without the cells of seed{'s' if len(extra) > 1 else ''} "
+                        f"{', '.join(map(str, extra))}")
+    return problems
 
 
 def _one_test_split(chosen: dict, destination: Path) -> list[str]:
