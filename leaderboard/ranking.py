@@ -222,6 +222,10 @@ class Verdict:
     note: str = ""         # why nothing can be decided, when nothing can
     independent: bool = False   # the group's runs are independent: decided over runs, not seeds
     fresh: tuple[str, ...] = ()   # methods chosen on their first seeds, decided on the others (fresh_from)
+    references: tuple[str, ...] = ()   # reference rows decided against naive, e.g. "the ceiling is decidedly better"
+    first_look: int = 0   # contenders at the group's fewest seeds while others hold more (their Δ's interval is wide)
+    own_seeds: str = ""   # when rows hold different seeds: naive's count, which its NTS (and so its rank) is over
+    seeds_min: int = 0    # the fewest seeds a ranked row holds (the protocol's)
 
     def head(self) -> str:
         """Which methods are decidedly better or worse than naive, and which are not."""
@@ -233,8 +237,9 @@ class Verdict:
             return "No method is decidedly better or worse than naive: " + (
                 f"{named} {'is' if n == 1 else 'are'} undecided" if named else f"all {n} are undecided")
         rest = (f"undecided: {named}" if named else f"the other {n} are undecided") if n else "no other is undecided"
+        refs = f" ({'; '.join(self.references)}: a reference row, not counted)" if self.references else ""
         return (f"Decidedly better than naive: {', '.join(self.better) or 'none'}; decidedly worse: "
-                f"{', '.join(self.worse) or 'none'}; {rest}")
+                f"{', '.join(self.worse) or 'none'}; {rest}{refs}")
 
     def rule(self) -> str:
         """The rule that decided, in ``bench.core.compare.decision_rule``'s words, and what it means across rows
@@ -244,7 +249,19 @@ class Verdict:
         n = len(self.better) + len(self.worse) + len(self.undecided)
         return (f"Δ NTS vs naive is {decision_rule(self.independent)}. Each row is its own 95% decision, not "
                 f"corrected across rows: if none of these {n} differed from naive, on average up to {n / 20:.1f} would "
-                "still come out decided by chance." + self._fresh())
+                "still come out decided by chance." + self._fresh() + self._seeds())
+
+    def _seeds(self) -> str:
+        """Why a row's rank and its Δ can disagree, and why some Δ intervals are so wide, where rows hold different
+        seeds: each row's NTS is over its own seeds, its Δ over the seeds it pairs with naive's."""
+        if not self.own_seeds:
+            return ""
+        wide = (f" {self.first_look} row{'s rest' if self.first_look > 1 else ' rests'} on the protocol's {self.seeds_min} "
+                "seeds alone: a deciding interval there is wide, so only a large difference decides; bench compare "
+                "METHOD naive --until-decided adds seeds until it is decided or known to ±1.") if self.first_look else ""
+        return (f" Rows are ranked by NTS over their own seeds (naive's over {self.own_seeds}), so a row can rank above "
+                "naive with a negative Δ: Δ NTS vs naive pairs the row's runs with naive's on the same seeds, and is "
+                "what decides." + wide)
 
     def _fresh(self) -> str:
         if not self.fresh:
@@ -285,6 +302,14 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
         return Verdict([], [], contenders, seeds, "Nothing is decided: these submissions were run on different seeds "
                                                   "or test pairs, so their differences cannot be paired.", independent)
     better, worse = (list(rows[rows["decided"] == side]["name"]) for side in ("better", "worse"))
+    ceilings = table[(table["role"] == "ceiling") & table["decided"].isin(["better", "worse"])]
+    held = rows["seeds"].astype(int)
+    naive_seeds = int(held[rows["method"] == BASELINE].max())
+    spread = held.min() < held.max()
     return Verdict(better, worse, [n for n in contenders if n not in better and n not in worse], seeds,
                    independent=independent, fresh=tuple(n for n, f in zip(rows["name"], rows["fresh from"])
-                                                        if f and n in contenders))
+                                                        if f and n in contenders),
+                   references=tuple(f"the ceiling is decidedly {side}" for side in ceilings["decided"]),
+                   first_look=int(((held == held.min()) & (rows["method"] != BASELINE) & (rows["decided"] == "no")).sum())
+                   if spread and independent else 0,
+                   own_seeds=f"{naive_seeds} seeds" if spread else "", seeds_min=int(held.min()))
