@@ -5,9 +5,8 @@
 # should hold nothing else); `bench submit $OUT/mini-v2/tiny-lr3e-4/<slug>` packs a method's submission.
 # The replicates (naive#1, naive#2: the A/A pool) go into naive's submission, as the controls of every comparison.
 #
-#   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide (default: these, in the order below)
-#   TOP3="S1 S2 S3" benchmarks/v2_reference_plan.sh top3   # the zoo's best three, decided on fresh seeds
-#   (once the zoo has run and chosen them, write them into TOP3 below, so that submit marks their submissions too)
+#   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide top3 (default: these, in the order below)
+#   benchmarks/v2_reference_plan.sh top3            # the zoo's best three (TOP3 below, chosen once the zoo had run), decided on fresh seeds
 #   benchmarks/v2_reference_plan.sh store           # copy the finished cells into extra-seeds/ (extra-seeds/README.md)
 #   benchmarks/v2_reference_plan.sh submit          # pack every method whose seeds are whole into submissions/
 #
@@ -18,10 +17,10 @@ set -euo pipefail
 export OMP_NUM_THREADS=1
 OUT=${OUT:-results}
 AA_SEEDS=${AA_SEEDS:-"0 1 2 3 4 5 6 7 8 9"}   # the A/A pool: naive and 2 replicates, 3 runs per cell
-TOP3=${TOP3:-""}   # the zoo's best three by NTS at seeds 0-2 (folder names): not chosen yet, the zoo still runs
+TOP3=${TOP3:-"warm_members=3 adaptconf_temperature=0.5 s2s_rounds=1"}   # the zoo's best three by NTS at seeds 0-2 (2026-12-03)
 run() { bench run --protocol mini-v2 --out "$OUT" "$@"; }
 
-core() {   # the methods the issue names first, at the protocol's seeds
+core() {   # naive and the ceiling, which every comparison needs, then ANCHOR and confidence, at the protocol's seeds
   run --method naive --seeds 0 1 2
   run --method ceiling --seeds 0 1 2
   run --method anchor --seeds 0 1 2
@@ -95,5 +94,5 @@ if [ $# -gt 0 ]; then
       *) echo "unknown stage '$stage': give aa, core, zoo, decide, top3, store or submit" >&2; exit 2 ;; esac
   done
 else   # the A/A pool's first seeds (naive's reference seeds among them), the core methods, then the rest
-  aa "0 1 2"; core; aa; zoo; decide
+  aa "0 1 2"; core; aa; zoo; decide; top3
 fi
