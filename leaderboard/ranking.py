@@ -259,9 +259,9 @@ class Verdict:
         wide = (f" {self.first_look} row{'s rest' if self.first_look > 1 else ' rests'} on the protocol's {self.seeds_min} "
                 "seeds alone: a deciding interval there is wide, so only a large difference decides; bench compare "
                 "METHOD naive --until-decided adds seeds until it is decided or known to ±1.") if self.first_look else ""
-        return (f" Rows are ranked by NTS over their own seeds (naive's over {self.own_seeds}), so a row can rank above "
-                "naive with a negative Δ: Δ NTS vs naive pairs the row's runs with naive's on the same seeds, and is "
-                "what decides." + wide)
+        return (f" Each row's NTS is a mean over its own seeds (naive's over {self.own_seeds}), so a row's NTS can exceed "
+                "naive's while its Δ is negative: Δ NTS vs naive pairs the row's runs with naive's on the same seeds, "
+                "and is what decides." + wide)
 
     def _fresh(self) -> str:
         if not self.fresh:

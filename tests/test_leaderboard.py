@@ -578,8 +578,8 @@ def test_the_verdict_says_why_nothing_is_decided(board, reference):
 
 
 def test_the_verdict_says_why_rank_and_delta_disagree_where_rows_hold_different_seeds():
-    """Where naive holds more seeds than a row, the row's rank (its NTS over its own seeds) can sit above naive's while
-    its Δ (paired on its seeds) is negative: the verdict says so, counts the rows at the fewest seeds, whose deciding
+    """Where naive holds more seeds than a row, the row's NTS (over its own seeds) can exceed naive's while its Δ
+    (paired on its seeds) is negative: the verdict says so, counts the rows at the fewest seeds, whose deciding
     interval is wide, and names a decided reference row without counting it."""
     def row(method, seeds, decided, role="method", rank="1"):
         return {"role": role, "rank": rank, "method": method, "params": "", "decided": decided, "seeds": seeds,
@@ -590,7 +590,7 @@ def test_the_verdict_says_why_rank_and_delta_disagree_where_rows_hold_different_
     found = core.verdict(None, table)
     assert (found.better, found.worse, found.undecided) == ([], ["b"], ["a", "c"])
     assert "undecided: a, c (the ceiling is decidedly better: a reference row, not counted)" in found.head()
-    assert "Rows are ranked by NTS over their own seeds (naive's over 10 seeds)" in found.rule()
+    assert "Each row's NTS is a mean over its own seeds (naive's over 10 seeds)" in found.rule()
     assert "2 rows rest on the protocol's 3 seeds alone" in found.rule()
     even = core.verdict(None, table.assign(seeds=3))   # every row on the same seeds: nothing to explain
     assert "own seeds" not in even.text() and "rest on" not in even.text()
