@@ -84,8 +84,9 @@ def frame(table: pd.DataFrame) -> dict:
 
 
 def group_choices(board: Board) -> list[tuple[str, str]]:
-    """The switcher's choices: ``mini · tiny (26)`` (its submissions), by value ``protocol/models``."""
-    return [(f"{group_label(p, m)} ({len(board.in_group(p, m))})", f"{p}/{m}") for p, m in board.groups]
+    """The switcher's choices: ``mini-v2 · tiny-lr3e-4 (25)`` (its submissions; ``mini · tiny (26, archived)``), by
+    value ``protocol/models``."""
+    return [(board.switcher_label(p, m), f"{p}/{m}") for p, m in board.groups]
 
 
 def split_group(value: str | None) -> tuple[str | None, str | None]:

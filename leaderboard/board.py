@@ -18,7 +18,8 @@ from typing import Mapping
 
 import pandas as pd
 
-from bench.core.compare import BASELINE, LABELS, Decision, deciding_interval, decision_table, interval_text
+from bench.core.compare import BASELINE, LABELS, Decision, deciding_interval, decision_table
+from bench.core.protocols import replaced_by
 from bench.core.report import COLUMNS, cell_rows, params_text
 from bench.submissions.limits import Validation
 from bench.submissions.tree import teacher_conflicts
@@ -80,13 +81,14 @@ class Board:
 
     @cached_property
     def groups(self) -> list[tuple[str, str]]:
-        """The (protocol, model pair) groups, the one with the most submissions first (the board's default),
-        then by name."""
+        """The (protocol, model pair) groups: those of current protocols before archived ones
+        (``bench.core.protocols.ARCHIVED``), the one with the most submissions first (the board's default), then
+        by name."""
         counts: dict[tuple[str, str], int] = {}
         for v in self.entries:
             group = group_of(v)
             counts[group] = counts.get(group, 0) + 1
-        return sorted(counts, key=lambda g: (-counts[g], g))
+        return sorted(counts, key=lambda g: (replaced_by(g[0]) is not None, -counts[g], g))
 
     def in_group(self, protocol: str, models: str) -> list[Validation]:
         return [v for v in self.entries if group_of(v) == (protocol, models)]
@@ -103,7 +105,8 @@ class Board:
         CI, rank 95%, Δ NTS vs naive with its intervals, decided), plus as numbers the same bootstrap's 95%
         intervals of NTS, AOG and WRG (``ci``: metric -> (low, high)), against naive each metric's Δ
         (``delta``: metric -> (estimate, bootstrap low, high, t low, t high)) and the interval that decides it
-        (``deciding``: metric -> ``bench.core.compare.Decision``, with what it rests on). Where every cell has
+        (``deciding``: metric -> ``bench.core.compare.Decision``, with what it rests on), and the seeds every number
+        but Δ is over (``over``: those every submission of the group holds). Where every cell has
         best-of-N candidate sets, ``bon`` holds the same for the cells' BoN views (what ``bench compare --metric
         bon-nts`` compares: its NTS, AOG and WRG are BoN NTS, BoN gain OOD and BoN gain ID). Empty when they
         cannot be computed (submissions on different seeds or test pairs)."""
@@ -121,6 +124,19 @@ class Board:
             self._decisions[key] = found
         return self._decisions[key]
 
+    def switcher_label(self, protocol: str, models: str) -> str:
+        """A group as the switchers of both pages offer it: its label and its number of submissions, marked where
+        its protocol is archived: ``mini-v2 · tiny-lr3e-4 (25)``, ``mini · tiny (26, archived)``."""
+        archived = ", archived" if replaced_by(protocol) else ""
+        return f"{group_label(protocol, models)} ({len(self.in_group(protocol, models))}{archived})"
+
+    def seeds_in_common(self, protocol: str, models: str) -> tuple[int, ...] | None:
+        """The seeds every validated submission of a group holds (``decisions``' ``over``), which every number of
+        the board but Δ against naive is over, so that rows are ranked on one basis: a submission grown past them
+        (naive's A/A pool, a comparison run until decided) would otherwise rank on seeds the others lack. None
+        where the group's submissions cannot be paired."""
+        return next((d["over"] for d in self.decisions(protocol, models).values() if "over" in d), None)
+
     def with_entry(self, validation: Validation) -> "Board":
         """The board as it would be with one more submission (an upload's preview): it takes the place
         of the submission in its folder, ``<protocol>/<models>/<slug>``, as it would on merging."""
@@ -129,6 +145,13 @@ class Board:
 
 
 NO_DELTA = (math.nan,) * 5
+
+
+def on_seeds(cells: pd.DataFrame, seeds: tuple[int, ...] | None) -> pd.DataFrame:
+    """``cells`` (rows of ``Board.cells``) on ``seeds`` (``Board.seeds_in_common``) where that leaves any; else all
+    of them (a group whose submissions cannot be paired, or a submission that does not validate, on other seeds)."""
+    kept = cells[cells["seed"].isin(seeds)] if seeds else cells
+    return kept if len(kept) else cells
 
 
 def _decided(valid: list[Validation], cells: list, controls: list, metric: str, category: str | None,
@@ -146,12 +169,11 @@ def _decided(valid: list[Validation], cells: list, controls: list, metric: str, 
         return {}
     found = {slugs[row.pop("method")]: row for row in table.to_dict("records")}
     for slug, sub in slugs.items():
-        # a submission holding more seeds than the group has in common: its intervals over its own, as its NTS
-        mine = [c for c in cells if c.method == slug]   # is their mean
-        own = Bootstrap(mine) if {c.seed for c in mine} > set(boot.seeds) else boot
-        stats = own.stats(slug, ceiling=None, category=category, source=source).metrics
+        # every number but Δ is over the seeds every submission holds, so rows are ranked on one basis (a
+        # submission grown further, or naive's A/A pool, would otherwise rank on its own seeds)
+        stats = boot.stats(slug, ceiling=None, category=category, source=source).metrics
+        found[sub]["over"] = boot.seeds
         found[sub]["ci"] = {m: (stats[m].low, stats[m].high) for m in METRICS}
-        found[sub][f"{LABELS[metric]['nts']} 95% CI"] = interval_text(stats["nts"].low, stats["nts"].high)
         if BASELINE not in boot.methods or slug == BASELINE:
             continue
         if fresh[slug]:   # chosen on its first seeds: decided on the others, as bench compare --fresh-from does

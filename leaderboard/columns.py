@@ -58,13 +58,13 @@ BOARD_COLUMNS = [
            "checkout's file is not the one the submission ran)", False, True),
     Column("params", "The method's parameters", False, True),
     Column("NTS", "Net transfer score, in accuracy points: AOG − max(0, Acc_teacher(S) − Acc_student(S)), mean over "
-           "every source S → target T cell and seed. The ranking's key", True, True),
+           "every source S → target T cell and the seeds every row of the group holds. The ranking's key", True, True),
     Column("decided", "'better' or 'worse' than naive when the interval that decides Δ NTS vs naive (the column "
            "after Δ) excludes 0, else 'no' (the bootstrap alone is too optimistic: docs/statistics.md)",
            False, True),
     Column("Δ NTS vs naive", "NTS − naive's NTS, paired: same seeds, teacher and test pairs (on a protocol seeded "
-           "per source, over every seed both hold, so where the two rows hold different seeds it is not the "
-           "difference of their NTS columns, each of which is over its own seeds)", True, True),
+           "per source, over every seed both hold, so where a row holds more seeds than every row does it is not the "
+           "difference of the NTS column, which is over those every row holds)", True, True),
     Column(decision_column(False), "t 95% interval over the per-seed differences of Δ NTS vs naive, the interval "
            f"that decides: a difference is {decision_rule(False)}", True, True, SEEDS),
     Column(decision_column(True), "95% interval of Δ NTS vs naive over independent runs, the interval that decides: "
@@ -118,8 +118,9 @@ BOARD_COLUMNS = [
            "and seeds", True, False, BON),
     Column("misfit", "% of the student's own training pairs (256 of half B) on which it prefers the other response "
            "than its teacher's label (Charikar et al. 2024); blank for runs made before it was recorded", True, False),
-    Column("seeds", "Seeds the submission holds (its means are over all of them; intervals and ranks over the seeds "
-           "every submission of the group holds)", True, False),
+    Column("seeds", "Seeds behind every number of the row but Δ NTS vs naive: those every submission of the group "
+           "holds, so that rows are ranked on one basis ('runs' says what the submission holds, and what its Δ rests "
+           "on)", True, False),
     Column("cells", "Source → target cells per seed behind each number", True, False),
     Column("status", "'validated': every number recomputes from the per-pair scores (bench validate)", False, False),
     Column("submitter", "Who submitted it", False, False),

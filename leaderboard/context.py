@@ -13,6 +13,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from bench.core.protocols import replaced_by
 from leaderboard.board import Board
 
 # Parameters of the strong checkpoints whose name does not say it, counted from their weights (the sum
@@ -128,6 +129,7 @@ class Context:
     updated: str          # the newest submission's date
     updated_by: str       # its slug
     commit: str           # the code its runs were made with
+    replaced_by: str = ""  # the protocol that replaces this one, where it is archived (bench.core.protocols.ARCHIVED)
 
 
 def context(board: Board, table: pd.DataFrame) -> list[Context]:
@@ -144,11 +146,11 @@ def context(board: Board, table: pd.DataFrame) -> list[Context]:
         code = newest.submission["code_version"]
         commits = [str(c)[:7] for c in code.get("git_commits", []) if c]
         commits_text = (f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}" if commits else "an unknown commit")
-        held = sorted({int(n) for n in rows.loc[rows["role"] != "teacher", "seeds"]} or {int(teacher["seeds"])})
+        held = sorted({int(n) for n in rows.loc[rows["role"] != "teacher", "held"]} or {int(teacher["held"])})
         out.append(Context(protocol, newest.submission["protocol"]["version"], newest.submission["protocol"]["hash"],
                            models, model_pair_words(newest.submission["models"], training=True),
                            str(held[0]) if len(held) == 1 else f"{held[0]}–{held[-1]}",
                            int(teacher["cells"]), f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}–{sizes[-1]:,}",
                            len(entries), str(newest.submission["created_utc"])[:10], newest.submission["slug"],
-                           commits_text + (" (dirty tree)" if code.get("dirty") else "")))
+                           commits_text + (" (dirty tree)" if code.get("dirty") else ""), replaced_by(protocol) or ""))
     return out

@@ -10,7 +10,7 @@ import pandas as pd
 
 from bench.core.compare import BASELINE, decision_column, interval_text
 from bench.core.report import fmt, summarise
-from leaderboard.board import METRICS, Board, select
+from leaderboard.board import METRICS, Board, on_seeds, select
 from leaderboard.ranking import rests_on
 
 HEATMAP_TOP = 3   # the heatmaps' default: naive, the ceiling and this many of the best-ranked
@@ -96,7 +96,8 @@ _SWEEP_FIXED = {*METRICS.values(), *(f"{n} {end}" for n in METRICS.values()
 
 def ablations(board: Board, protocol: str | None = None, models: str | None = None) -> dict[str, Sweep]:
     """For each method with several param settings in a group (a sweep): one row per setting with its
-    params as columns and its means over all cells and seeds. Each metric's ``low``/``high`` is the
+    params as columns and its means over all cells and the seeds every submission of the group holds (as the
+    ranking's: ``Board.seeds_in_common``). Each metric's ``low``/``high`` is the
     interval that decides (``Board.decisions``' ``deciding``: the t 95% interval over the seeds of the paired
     difference from naive, or on a protocol seeded per source the interval over independent runs), placed on
     the metric's axis: naive's value plus it, so it crosses naive's value exactly when the difference is
@@ -108,18 +109,18 @@ def ablations(board: Board, protocol: str | None = None, models: str | None = No
     for (protocol_name, models_name, method), group in cells.groupby(["protocol", "models", "method"], sort=True):
         if group["params"].nunique() < 2:  # one setting (or resubmissions of it): not a sweep
             continue
-        decisions = board.decisions(protocol_name, models_name)
+        decisions, seeds = board.decisions(protocol_name, models_name), board.seeds_in_common(protocol_name, models_name)
         naive = cells[(cells["protocol"] == protocol_name) & (cells["models"] == models_name)
                       & (cells["method"] == BASELINE) & cells["valid"]]
-        baseline = {n: summarise(naive)[m] for m, n in METRICS.items()} if not naive.empty else None
+        baseline = {n: summarise(on_seeds(naive, seeds))[m] for m, n in METRICS.items()} if not naive.empty else None
         rows = []
         for key, cells_of in group.groupby("submission", sort=False):
-            summary, decided = summarise(cells_of), decisions.get(key, {})
+            summary, decided = summarise(on_seeds(cells_of, seeds)), decisions.get(key, {})
             row = {**board.by_key[key].submission["method"]["params"], "decided": decided.get("decided", ""),
                    "ID acc": summary["student_id"], "OOD acc": summary["student_ood"],
                    "status": cells_of["status"].iloc[0], "submission": key}
             deciding = decided.get("deciding", {})
-            row["runs"] = rests_on(deciding.get("nts"), int(summary["seeds"]))
+            row["runs"] = rests_on(deciding.get("nts"), int(summarise(cells_of)["seeds"]))
             for m, n in METRICS.items():
                 base = baseline[n] if baseline else math.nan
                 found = deciding.get(m)

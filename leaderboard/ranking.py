@@ -4,8 +4,10 @@ Every aggregate is computed from the submissions' cells (``bench.core.report`` d
 board, ``bench report`` and ``bench submit`` agree); intervals, rank intervals, Δ against naive and
 "decided" are ``Board.decisions``, i.e. ``bench.core.compare.decision_table``. Definitions:
 
-- NTS, AOG, WRG, ID and OOD accuracy: means over the selected source -> target cells and the seeds;
-  "±" is the spread (std of the per-seed means; blank with one seed), as in ``bench report``.
+- NTS, AOG, WRG, ID and OOD accuracy: means over the selected source -> target cells and the seeds every
+  submission of the group holds (``Board.seeds_in_common``), so that rows rank on one basis, as
+  ``decision_table`` ranks them (Δ against naive alone uses every seed a row shares with naive); "±" is the
+  spread (std of the per-seed means; blank with one seed), as in ``bench report``.
 - PGR (performance gap recovered), with the same teacher for every method of a group:
   PGR ID = WRG / WRG(ceiling) and PGR OOD = AOG / AOG(ceiling), over the same selected cells. Shown
   only when the ceiling's own gain is told apart from 0 (``pgr``); otherwise blank, with the reason.
@@ -37,14 +39,14 @@ from bench.core.compare import (
 )
 from bench.core.report import TEACHER, fmt, runs_in, summarise, teacher_rows
 from bench.submissions.limits import Validation
-from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, scope, select
+from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, on_seeds, scope, select
 
 RANKING_COLUMNS = ["rank", "method", "params", "status", "role",
                    "NTS", "NTS ±", "NTS low", "NTS high", "NTS 95% CI", "rank 95%",
                    "Δ NTS vs naive", "Δ low", "Δ high", "Δ 95% CI", "Δ decides low", "Δ decides high",
                    "Δ t 95% (seeds)", "Δ 95% (runs)", "decided", "runs", "fresh from", "independent",
                    "AOG", "AOG ±", "AOG low", "AOG high", "WRG", "WRG ±", "WRG low", "WRG high",
-                   "ID acc", "OOD acc", "PGR ID", "PGR ID note", "PGR OOD", "PGR OOD note", "misfit", "seeds", "cells",
+                   "ID acc", "OOD acc", "PGR ID", "PGR ID note", "PGR OOD", "PGR OOD note", "misfit", "seeds", "held", "cells",
                    "submitter", "model pair", "protocol", "submission", "problem", "paper", "code",
                    "BoN NTS", "BoN NTS ±", "BoN NTS low", "BoN NTS high", "BoN gain ID", "BoN gain OOD",
                    "Δ BoN NTS vs naive", "Δ BoN low", "Δ BoN high", "BoN decided"]
@@ -107,7 +109,7 @@ def _teacher_row(group: pd.DataFrame, ceiling: pd.Series | None, ceiling_ci: dic
     """The weak teacher's accuracies, once per seed x cell (from validated submissions first)."""
     cells = teacher_rows(group.sort_values("valid", ascending=False, kind="stable"))
     return {**_row(summarise(cells), ceiling, ceiling_ci), "rank": "ref", "method": TEACHER, "params": "",
-            "status": "reference", "role": "teacher", "submitter": "", "submission": "", "paper": "", "code": "",
+            "status": "reference", "role": "teacher", "held": int(cells["seed"].nunique()), "submitter": "", "submission": "", "paper": "", "code": "",
             "problem": "submissions disagree on the teacher (bench validate shows where)" if disagree else ""}
 
 
@@ -136,12 +138,15 @@ def _deciding(decided: dict, prefix: str) -> dict:
     return {f"{prefix} low": found.low if found else math.nan, f"{prefix} high": found.high if found else math.nan}
 
 
-def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, ceiling, ceiling_ci, by: str) -> dict:
+def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, seeds, ceiling, ceiling_ci, by: str
+                ) -> dict:
+    """A submission's row: its numbers over the seeds every submission of the group holds (``seeds``), its Δ
+    against naive over every seed both hold, and the seeds it holds."""
     first = cells_of.iloc[0]
     ci, delta = decided.get("ci", {}), decided.get("delta", {}).get("nts", NO_DELTA)
     bon = decided.get("bon", {})
-    summary = summarise(cells_of)
-    row = {**_row(summary, ceiling, ceiling_ci), **_method_info(board.by_key[key]),
+    summary, held = summarise(on_seeds(cells_of, seeds)), int(summarise(cells_of)["seeds"])
+    row = {**_row(summary, ceiling, ceiling_ci), **_method_info(board.by_key[key]), "held": held,
            "method": first["method"], "params": first["params"], "status": first["status"],
            "role": "upload" if key.startswith(UPLOAD_PREFIX) else "method",
            "problem": first["problem"], "submitter": first["submitter"], "submission": key,
@@ -152,7 +157,7 @@ def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, c
            **{name: decided.get(name, "") for name in DECIDING}, **_deciding(decided, "Δ decides"),
            "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean(),
            "fresh from": (board.by_key[key].submission or {}).get("fresh_from") or 0,
-           "runs": rests_on(decided.get("deciding", {}).get("nts"), int(summary["seeds"]),
+           "runs": rests_on(decided.get("deciding", {}).get("nts"), held,
                             runs_in(cells_of) if board.independent(first["protocol"], first["models"]) else 0,
                             len({c.method for c in board.by_key[key].controls})),
            "Δ BoN NTS vs naive": bon.get("Δ BoN NTS vs naive", math.nan), "BoN decided": bon.get("decided", ""),
@@ -177,14 +182,15 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
     rows = []
     for (protocol_name, models_name), group in cells.groupby(["protocol", "models"], sort=True):
         decisions = board.decisions(protocol_name, models_name, scope(category), scope(source))
+        seeds = board.seeds_in_common(protocol_name, models_name)
         ceilings = group[group["method"] == CEILING]
         ceiling_key = ceilings.sort_values("valid", ascending=False, kind="stable")["submission"].iloc[0] \
             if len(ceilings) else None
-        ceiling = summarise(group[group["submission"] == ceiling_key]) if ceiling_key else None
+        ceiling = summarise(on_seeds(group[group["submission"] == ceiling_key], seeds)) if ceiling_key else None
         ceiling_ci = decisions.get(ceiling_key, {}).get("ci")
         ranked, references = [], []
         for key, cells_of in group.groupby("submission", sort=False):
-            row = _method_row(board, key, cells_of, decisions.get(key, {}), ceiling, ceiling_ci, by)
+            row = _method_row(board, key, cells_of, decisions.get(key, {}), seeds, ceiling, ceiling_ci, by)
             if key == ceiling_key:
                 references.append({**row, "rank": "ref", "role": "ceiling", "status": f"reference; {row['status']}"})
             else:
@@ -198,7 +204,7 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
             position += valid
             row["rank"] = str(position) if valid else "–"
         disagree = any(keys & set(group["submission"]) for _, keys in board.conflicts)
-        references.append({**_teacher_row(group, ceiling, ceiling_ci, disagree), "runs": "", "fresh from": 0})
+        references.append({**_teacher_row(on_seeds(group, seeds), ceiling, ceiling_ci, disagree), "runs": "", "fresh from": 0})
         independent = board.independent(protocol_name, models_name)
         for row in [*(r for _, r in ranked), *references]:
             rows.append({**row, "model pair": models_name, "protocol": protocol_name, "independent": independent})
@@ -224,7 +230,7 @@ class Verdict:
     fresh: tuple[str, ...] = ()   # methods chosen on their first seeds, decided on the others (fresh_from)
     references: tuple[str, ...] = ()   # reference rows decided against naive, e.g. "the ceiling is decidedly better"
     first_look: int = 0   # contenders at the group's fewest seeds while others hold more (their Δ's interval is wide)
-    own_seeds: str = ""   # when rows hold different seeds: naive's count, which its NTS (and so its rank) is over
+    over: int = 0         # when rows hold different seeds: how many every row holds, which NTS and the ranks are over
     seeds_min: int = 0    # the fewest seeds a ranked row holds (the protocol's)
 
     def head(self) -> str:
@@ -252,16 +258,16 @@ class Verdict:
                 "still come out decided by chance." + self._fresh() + self._seeds())
 
     def _seeds(self) -> str:
-        """Why a row's rank and its Δ can disagree, and why some Δ intervals are so wide, where rows hold different
-        seeds: each row's NTS is over its own seeds, its Δ over the seeds it pairs with naive's."""
-        if not self.own_seeds:
+        """What the numbers are over, and why some Δ intervals are so wide, where rows hold different seeds: NTS and
+        the ranks over the seeds every row holds, Δ over every seed a row pairs with naive's."""
+        if not self.over:
             return ""
         wide = (f" {self.first_look} row{'s rest' if self.first_look > 1 else ' rests'} on the protocol's {self.seeds_min} "
                 "seeds alone: a deciding interval there is wide, so only a large difference decides; bench compare "
                 "METHOD naive --until-decided adds seeds until it is decided or known to ±1.") if self.first_look else ""
-        return (f" Each row's NTS is a mean over its own seeds (naive's over {self.own_seeds}), so a row's NTS can exceed "
-                "naive's while its Δ is negative: Δ NTS vs naive pairs the row's runs with naive's on the same seeds, "
-                "and is what decides." + wide)
+        return (f" Rows hold different seeds: NTS, its interval and the ranks are over the {plural(self.over, 'seed')} "
+                "every row holds; Δ NTS vs naive pairs a row's runs with naive's on every seed both hold (\"runs\"), and "
+                "is what decides." + wide)
 
     def _fresh(self) -> str:
         if not self.fresh:
@@ -281,7 +287,7 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
     and the teacher are references and not counted; a method is named with its params when the group
     holds it more than once (``anchor (lam=10.0, layers=last)``)."""
     ranked = table[table["role"].isin(["method", "upload"]) & table["rank"].str.isdigit()]
-    seeds = int(table["seeds"].max()) if len(table) else 0
+    seeds = int(table["held"].max()) if len(table) else 0
     independent = bool(len(table)) and bool(table["independent"].all())
     repeated = ranked["method"].duplicated(keep=False)
     names = [f"{m} ({p})" if again and p else m for m, p, again in zip(ranked["method"], ranked["params"], repeated)]
@@ -303,8 +309,7 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
                                                   "or test pairs, so their differences cannot be paired.", independent)
     better, worse = (list(rows[rows["decided"] == side]["name"]) for side in ("better", "worse"))
     ceilings = table[(table["role"] == "ceiling") & table["decided"].isin(["better", "worse"])]
-    held = rows["seeds"].astype(int)
-    naive_seeds = int(held[rows["method"] == BASELINE].max())
+    held = rows["held"].astype(int)
     spread = held.min() < held.max()
     return Verdict(better, worse, [n for n in contenders if n not in better and n not in worse], seeds,
                    independent=independent, fresh=tuple(n for n, f in zip(rows["name"], rows["fresh from"])
@@ -312,4 +317,4 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
                    references=tuple(f"the ceiling is decidedly {side}" for side in ceilings["decided"]),
                    first_look=int(((held == held.min()) & (rows["method"] != BASELINE) & (rows["decided"] == "no")).sum())
                    if spread and independent else 0,
-                   own_seeds=f"{naive_seeds} seeds" if spread else "", seeds_min=int(held.min()))
+                   over=int(rows["seeds"].min()) if spread else 0, seeds_min=int(held.min()))

@@ -68,7 +68,8 @@ def _context_md(c: Context) -> str:
             f"**Model pair** {md_code(c.models)}: {md_escape(c.models_words)} · {md_escape(c.seeds)} "
             f"seed{'s' if c.seeds != '1' else ''} × {c.cells} source → target cells · {md_escape(c.test_pairs)} test pairs "
             f"per eval set · {c.submissions} submission{'s' if c.submissions != 1 else ''}, last updated "
-            f"{md_escape(c.updated)} ({md_code(c.updated_by)}, run at {md_escape(c.commit)})")
+            f"{md_escape(c.updated)} ({md_code(c.updated_by)}, run at {md_escape(c.commit)})"
+            + (f" · **archived**: {md_code(c.replaced_by)} replaces it; its submissions stay valid" if c.replaced_by else ""))
 
 
 def markdown_page(board: Board, protocol: str | None = None, models: str | None = None) -> str:

@@ -56,7 +56,7 @@ def _group(board: Board, out: Path, i: int, protocol: str, models: str, palette:
         sweeps.append({"key": key, "figure": figure, "columns": list(display.columns),
                        "rows": [list(r) for r in display.itertuples(index=False)]})
     points = plots.nts_vs_bon(table)   # empty where the protocol has no candidate sets: no picture
-    return {"label": label, "count": len(board.in_group(protocol, models)),
+    return {"label": label, "switch": board.switcher_label(protocol, models),
             "bon": None if points.empty else _save(out, f"nts-vs-bon-{i}",
                                                    lambda n: figures.nts_vs_bon(points, palette, n)),
             "verdict": render.verdict_html(label, verdict(board, table)),

@@ -242,8 +242,9 @@ def test_the_context_line_says_what_was_run(reference):
     assert re.fullmatch(r"commit [0-9a-f]{7}|commits [0-9a-f]{7}(, [0-9a-f]{7})+", line.commit)
     v2_table = core.ranking(reference, protocol="mini-v2", models="tiny-lr3e-4")
     [v2] = core.context(reference, v2_table)
-    held = v2_table.loc[v2_table["role"] != "teacher", "seeds"]   # naive's ten (the A/A pool), the zoo's three
-    assert held.max() == 10 and v2.seeds == f"{held.min()}–10"
+    held = v2_table.loc[v2_table["role"] != "teacher", "held"]   # naive's ten (the A/A pool), the zoo's three
+    assert held.max() == 10 and v2.seeds == f"{held.min()}–10" and set(v2_table["seeds"]) == {held.min()}
+    assert line.replaced_by == "mini-v2" and v2.replaced_by == ""
 
 
 def test_methods_link_to_their_paper_and_code():
@@ -577,23 +578,23 @@ def test_the_verdict_says_why_nothing_is_decided(board, reference):
     assert core.verdict(board, no_naive[no_naive["method"] != "naive"]).text().startswith("No naive submission")
 
 
-def test_the_verdict_says_why_rank_and_delta_disagree_where_rows_hold_different_seeds():
-    """Where naive holds more seeds than a row, the row's NTS (over its own seeds) can exceed naive's while its Δ
-    (paired on its seeds) is negative: the verdict says so, counts the rows at the fewest seeds, whose deciding
+def test_the_verdict_says_what_the_numbers_are_over_where_rows_hold_different_seeds():
+    """Where naive holds more seeds than a row, NTS and the ranks are over the seeds every row holds while Δ pairs a
+    row with naive on every seed both hold: the verdict says so, counts the rows at the fewest seeds, whose deciding
     interval is wide, and names a decided reference row without counting it."""
-    def row(method, seeds, decided, role="method", rank="1"):
-        return {"role": role, "rank": rank, "method": method, "params": "", "decided": decided, "seeds": seeds,
-                "independent": True, "fresh from": 0}
+    def row(method, held, decided, role="method", rank="1"):
+        return {"role": role, "rank": rank, "method": method, "params": "", "decided": decided, "seeds": 3,
+                "held": held, "independent": True, "fresh from": 0}
 
     table = pd.DataFrame([row("naive", 10, ""), row("a", 3, "no"), row("b", 5, "worse"), row("c", 3, "no"),
                           row("ceiling", 5, "better", role="ceiling", rank="ref"), row(TEACHER, 3, "", "teacher", "ref")])
     found = core.verdict(None, table)
     assert (found.better, found.worse, found.undecided) == ([], ["b"], ["a", "c"])
     assert "undecided: a, c (the ceiling is decidedly better: a reference row, not counted)" in found.head()
-    assert "Each row's NTS is a mean over its own seeds (naive's over 10 seeds)" in found.rule()
+    assert "the ranks are over the 3 seeds every row holds" in found.rule()
     assert "2 rows rest on the protocol's 3 seeds alone" in found.rule()
-    even = core.verdict(None, table.assign(seeds=3))   # every row on the same seeds: nothing to explain
-    assert "own seeds" not in even.text() and "rest on" not in even.text()
+    even = core.verdict(None, table.assign(held=3))   # every row on the same seeds: nothing to explain
+    assert "every row holds" not in even.text() and "rest on" not in even.text()
 
 
 def test_the_board_says_what_was_run(reference):
@@ -601,7 +602,7 @@ def test_the_board_says_what_was_run(reference):
     assert [(p.name, p.synthetic) for p in line.protocols] == [("mini", True), ("mini+cap-train800-test200", True),
                                                                ("mini-v2", True)]
     assert [(s.checkpoint, s.size, s.pairs) for s in line.students] == [
-        ("all-MiniLM-L6-v2", "a 22.7M-parameter encoder", ("tiny", "tiny-lr3e-4", "tiny+early-stop")),
+        ("all-MiniLM-L6-v2", "a 22.7M-parameter encoder", ("tiny-lr3e-4", "tiny", "tiny+early-stop")),
         ("SmolLM2-135M-Instruct", "a 135M-parameter decoder", ("smol",))]
     assert [p.name for p in line.missing] == ["w2s-shift-v1"] and line.seeds == "0 1 2"
     assert line.groups == len(reference.groups) > 1
@@ -611,7 +612,11 @@ def test_the_board_says_what_was_run(reference):
     assert "synthetic data only." in html and "<code>w2s-shift-v1</code> has no submissions yet" in html
     assert "<b>Compare rows within one group</b> (protocol × model pair)" in html   # mini and mini-v2 differ
     assert "bench run --protocol w2s-shift-v1 --models PAIR --method NAME --seeds 0 1 2" in html
-    assert reference.groups[0] == ("mini", "tiny")   # the board opens on the group with the most submissions
+    # the board opens on the group of a current protocol with the most submissions; mini, archived, comes after
+    assert reference.groups[0] == ("mini-v2", "tiny-lr3e-4") and ("mini", "tiny") in reference.groups
+    archived = render.markdown_page(reference, "mini", "tiny")
+    assert "**archived**: `mini-v2` replaces it; its submissions stay valid" in archived
+    assert "**archived**" not in render.markdown_page(reference, "mini-v2", "tiny-lr3e-4")
 
 
 def test_the_minilm_size_is_its_weights():

@@ -369,12 +369,13 @@ def test_the_other_tabs_draw_the_groups_pictures(page, served, shots):
 def test_the_group_switcher_shows_one_group_everywhere(page, served, shots):
     _, board, _ = served
     real = ("mini", "tiny")
-    page.locator("#group").get_by_text("mini · tiny (4)", exact=True).click()
+    page.locator("#group").get_by_text("mini · tiny (4, archived)", exact=True).click()
     wait_until(lambda: rows(page) == expected(board, real), what="the other group's rows")
     table = core.ranking(board, *real)
     assert page.locator("#verdict").inner_text() == "Verdict on mini · tiny: " + core.verdict(board, table).text()
     assert "decidedly worse: anchor;" in page.locator("#verdict").inner_text()
     assert "Protocol mini v1.0 · Model pair tiny" in page.locator("#context-line").inner_text()
+    assert "archived: mini-v2 replaces it" in page.locator("#context-line").inner_text()
     assert clipped(page) == [0, []]   # the reference group's widest texts fit at 1,440 px too
     page.screenshot(path=str(shots / "group-mini-tiny.png"), full_page=True)
     page.get_by_role("tab", name="ID vs OOD").click()

@@ -59,8 +59,8 @@ def test_a_difference_is_decided_over_runs_and_each_row_says_what_it_rests_on(bo
     assert {slug: rows[slug]["runs"] for slug in cells} == {
         "anchor_lam=0.5_layers=last": "6 runs (3 seeds)", "anchor_lam=2.0_layers=last": "4 runs (2 seeds)",
         "ceiling": "4 runs (2 seeds)", "naive": "6 runs (3 seeds)"}   # naive's own row: what it holds, no Δ
-    assert {slug: rows[slug]["seeds"] for slug in cells} == {"anchor_lam=0.5_layers=last": 3,
-                                                             "anchor_lam=2.0_layers=last": 2, "ceiling": 2, "naive": 3}
+    assert {slug: rows[slug]["held"] for slug in cells} == {"anchor_lam=0.5_layers=last": 3,
+                                                            "anchor_lam=2.0_layers=last": 2, "ceiling": 2, "naive": 3}
     for slug in cells:
         if slug == "naive":
             assert rows[slug]["Δ 95% (runs)"] == rows[slug]["decided"] == "" and math.isnan(rows[slug]["Δ NTS vs naive"])
@@ -80,23 +80,6 @@ def test_a_difference_is_decided_over_runs_and_each_row_says_what_it_rests_on(bo
         assert (row["Δ BoN low"], row["Δ BoN high"]) == pytest.approx((max(bon.low, -200), min(bon.high, 200)))
     shared = decision_table(board_for(seq_runs.submissions)[0]).set_index("method")
     assert shared.loc["anchor_lam=0.5_layers=last", "runs"] == 6 and shared.loc["ceiling", "runs"] == 4
-
-
-def test_a_rows_nts_interval_is_over_the_seeds_its_mean_is(board, seq_runs):
-    """A submission grown past the seeds the group holds in common: its NTS is the mean over its 3 seeds, so its
-    interval is a bootstrap of those 3, not of the group's 2 (it was, and did not always hold its own NTS)."""
-    from bench.core.stats import Board as Bootstrap
-
-    cells = pairs_of(board, seq_runs)
-    table = core.ranking(board, *group(seq_runs)).set_index("submission")
-    rows = {key.rsplit("/", 1)[-1]: row for key, row in table.iterrows() if key}
-    shared = Bootstrap([c for own in cells.values() for c in own])
-    assert shared.seeds == (0, 1)
-    for slug, seeds in (("naive", (0, 1, 2)), ("anchor_lam=0.5_layers=last", (0, 1, 2)), ("ceiling", (0, 1))):
-        own = Bootstrap(cells[slug]) if len(seeds) > 2 else shared
-        nts = own.stats(slug, ceiling=None).metrics["nts"]
-        assert own.seeds == seeds and rows[slug]["NTS 95% CI"] == interval_text(nts.low, nts.high)
-        assert (rows[slug]["NTS low"], rows[slug]["NTS high"]) == pytest.approx((nts.low, nts.high))
 
 
 def test_report_prints_the_runs_a_decision_rests_on_as_integers(seq_runs, capsys):
@@ -175,7 +158,7 @@ def test_the_ablation_draws_the_interval_over_runs(board, seq_runs):
     assert sweep.independent
     table = core.ranking(board, *group(seq_runs)).set_index("submission")
     base = sweep.baseline["NTS"]
-    assert base == pytest.approx(table[table["method"] == "naive"]["NTS"].iloc[0])   # naive over its three seeds
+    assert base == pytest.approx(table[table["method"] == "naive"]["NTS"].iloc[0])   # naive's row: the seeds all hold
     for _, row in sweep.table.iterrows():
         ranked = table.loc[row["submission"]]
         assert (row["NTS low"], row["NTS high"]) == pytest.approx((base + ranked["Δ decides low"],
@@ -225,6 +208,32 @@ def test_the_static_page_markdown_and_cache_keep_the_rule_per_group(board, both,
     assert first.equals(core.ranking(cached, *group(seq_runs))[columns]) and cached.independent(*group(seq_runs))
 
 
+def test_rows_holding_more_seeds_are_ranked_on_the_seeds_every_row_holds(board, seq_runs):
+    """naive and anchor lam=0.5, grown to a third seed, are ranked and their NTS shown over the two seeds every row
+    holds: NTS, its interval, the rank and its interval are ``decision_table``'s on those seeds (so a rank lies in its
+    rank interval), while "held", "runs" and Δ keep the third seed."""
+    from bench.core.stats import Board as Bootstrap
+
+    cells = pairs_of(board, seq_runs)
+    boot = Bootstrap([c for own in cells.values() for c in own])
+    assert boot.seeds == (0, 1)
+    expected = decision_table(boot).set_index("method")
+    table = core.ranking(board, *group(seq_runs))
+    rows = {key.rsplit("/", 1)[-1]: row for key, row in table.set_index("submission").iterrows() if key}
+    for slug in cells:
+        assert rows[slug]["NTS"] == pytest.approx(expected.loc[slug, "NTS"], abs=1e-9)
+        assert rows[slug]["NTS 95% CI"] == expected.loc[slug, "NTS 95% CI"] and rows[slug]["seeds"] == 2
+    grown = rows["anchor_lam=0.5_layers=last"]
+    assert grown["held"] == 3 and grown["runs"] == "6 runs (3 seeds)"
+    assert grown["rank 95%"] == expected.loc["anchor_lam=0.5_layers=last", "rank 95%"]
+    low, high = (int(x) for x in str(grown["rank 95%"]).split("-")) if "-" in str(grown["rank 95%"]) else \
+        (int(grown["rank 95%"]),) * 2
+    assert low <= int(grown["rank"]) <= high
+    ranked = table[table["rank"].str.isdigit()]
+    assert list(ranked["NTS"]) == sorted(ranked["NTS"], reverse=True)
+    assert "the ranks are over the 2 seeds every row holds" in core.verdict(board, table).text()
+
+
 # --- a method chosen on the protocol's seeds (bench submit --fresh-from) ---------------------------------------
 FRESH = "anchor_lam=0.5_layers=last"
 
@@ -269,7 +278,7 @@ def test_a_method_chosen_on_the_protocols_seeds_is_decided_on_the_others(fresh_r
     assert row["decided"] == (("better" if found.estimate > 0 else "worse") if found.decided else "no")
     assert row["runs"] == "4 runs (2 of 3 seeds, from seed 1)" and row["fresh from"] == 1
     assert was["runs"] == "6 runs (3 seeds)" and was["fresh from"] == 0
-    assert row["NTS"] == pytest.approx(was["NTS"])   # its own mean: every seed it holds
+    assert row["NTS"] == pytest.approx(was["NTS"])   # not about Δ: over the seeds every row holds
     bon = runs_delta(*(bon_view([c for c in cells[s] if c.seed >= 1]) for s in (FRESH, "naive")), "nts", looks=(2, 3))
     assert row["Δ BoN NTS vs naive"] == pytest.approx(bon.estimate)
     text = core.verdict(fresh, table.reset_index()).text()

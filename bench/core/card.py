@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from bench.core.data import random_order, split_prompt_disjoint
-from bench.core.protocols import DATASETS, protocol_hash
+from bench.core.protocols import DATASETS, protocol_hash, replaced_by
 from bench.core.specs import DatasetSpec, ProtocolSpec
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs" / "protocols"
@@ -32,6 +32,8 @@ def protocol_card(protocol: ProtocolSpec) -> str:
         "",
         protocol.description,
         "",
+        *([f"- **Archived:** `{replaced_by(protocol.name)}` replaces it; its submissions stay valid, on the board after "
+           "the current protocols' (bench/core/protocols.py, ARCHIVED)"] if replaced_by(protocol.name) else []),
         f"- **Hash:** `{protocol_hash(protocol)}` (the protocol and all its dataset specs; recorded in every result)",
         f"- **Seeds of a complete evaluation:** {', '.join(map(str, protocol.seeds))}",
         *([f"- **Sequential plan:** a paired comparison adds whole seeds in order, looking after each from "

@@ -31,6 +31,18 @@ def protocol_hash(protocol: ProtocolSpec) -> str:
     return stable_hash({"protocol": protocol, "datasets": {n: DATASETS.get(n) for n in protocol.datasets}})
 
 
+# Protocols kept as archived boards: their submissions stay valid and on the board, which opens on a current
+# protocol instead. Not a ProtocolSpec field, which would change the archived protocol's hash and so invalidate
+# the very submissions it keeps. Protocol -> the one that replaces it; a capped protocol follows the one it caps.
+ARCHIVED = {"mini": "mini-v2"}
+
+
+def replaced_by(name: str) -> str | None:
+    """The protocol that replaces ``name`` when it is archived (``ARCHIVED``), else None."""
+    found = _CAPPED_NAME.fullmatch(name)
+    return ARCHIVED.get(found["base"] if found else name)
+
+
 _CAPPED_NAME = re.compile(r"(?P<base>.+?)\+cap-train(?P<train>[0-9]{1,9})-test(?P<test>[0-9]{1,9})(?:-len(?P<length>[0-9]{1,9}))?")
 
 
