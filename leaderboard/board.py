@@ -137,6 +137,14 @@ class Board:
         where the group's submissions cannot be paired."""
         return next((d["over"] for d in self.decisions(protocol, models).values() if "over" in d), None)
 
+    def on_common_seeds(self, cells: pd.DataFrame) -> pd.DataFrame:
+        """Rows of ``cells`` on the seeds every submission of their group holds (``seeds_in_common``, ``on_seeds``),
+        as every number of the ranking is: for the pictures, whose cells may span groups."""
+        if cells.empty:
+            return cells
+        return pd.concat([on_seeds(group, self.seeds_in_common(protocol, models))
+                          for (protocol, models), group in cells.groupby(["protocol", "models"], sort=False)])
+
     def with_entry(self, validation: Validation) -> "Board":
         """The board as it would be with one more submission (an upload's preview): it takes the place
         of the submission in its folder, ``<protocol>/<models>/<slug>``, as it would on merging."""

@@ -41,8 +41,8 @@ class Column:
 
 _SPREAD = "± is the standard deviation of the per-seed means (each seed's mean over cells) across seeds; blank with one seed"
 _CI = (f"95% interval of the hierarchical bootstrap over seeds and test pairs ({N_BOOT:,} replicates, "
-       "docs/statistics.md), over the seeds the submission holds, as its mean; with a few seeds it is too narrow, "
-       "so a difference is decided only by the interval beside Δ NTS vs naive")
+       "docs/statistics.md), over the seeds every submission of the group holds, as its mean; with a few seeds it is "
+       "too narrow, so a difference is decided only by the interval beside Δ NTS vs naive")
 _BON = ("best-of-N (docs/best-of-n.md): a BoN accuracy is the % of test prompts whose top-scored of N candidate "
         "responses is gold-best (a tie at the top shares the credit); only for a protocol with candidate sets")
 _BON_CI = (f"95% interval of the hierarchical bootstrap over seeds and candidate sets ({N_BOOT:,} replicates), as "
@@ -58,13 +58,14 @@ BOARD_COLUMNS = [
            "checkout's file is not the one the submission ran)", False, True),
     Column("params", "The method's parameters", False, True),
     Column("NTS", "Net transfer score, in accuracy points: AOG − max(0, Acc_teacher(S) − Acc_student(S)), mean over "
-           "every source S → target T cell and the seeds every row of the group holds. The ranking's key", True, True),
+           "every source S → target T cell and the seeds every submission of the group holds. The ranking's key", True, True),
     Column("decided", "'better' or 'worse' than naive when the interval that decides Δ NTS vs naive (the column "
            "after Δ) excludes 0, else 'no' (the bootstrap alone is too optimistic: docs/statistics.md)",
            False, True),
     Column("Δ NTS vs naive", "NTS − naive's NTS, paired: same seeds, teacher and test pairs (on a protocol seeded "
-           "per source, over every seed both hold, so where a row holds more seeds than every row does it is not the "
-           "difference of the NTS column, which is over those every row holds)", True, True),
+           "per source, over every seed both hold, from the one 'runs' names: so where both hold more seeds than "
+           "every submission does, or the row was chosen on its first seeds, it is not the difference of the NTS "
+           "column, which is over the seeds every submission holds)", True, True),
     Column(decision_column(False), "t 95% interval over the per-seed differences of Δ NTS vs naive, the interval "
            f"that decides: a difference is {decision_rule(False)}", True, True, SEEDS),
     Column(decision_column(True), "95% interval of Δ NTS vs naive over independent runs, the interval that decides: "
@@ -120,7 +121,8 @@ BOARD_COLUMNS = [
            "than its teacher's label (Charikar et al. 2024); blank for runs made before it was recorded", True, False),
     Column("seeds", "Seeds behind every number of the row but Δ NTS vs naive: those every submission of the group "
            "holds, so that rows are ranked on one basis ('runs' says what the submission holds, and what its Δ rests "
-           "on)", True, False),
+           "on); where the group's submissions cannot be paired, or on a submission that does not validate, its own",
+           True, False),
     Column("cells", "Source → target cells per seed behind each number", True, False),
     Column("status", "'validated': every number recomputes from the per-pair scores (bench validate)", False, False),
     Column("submitter", "Who submitted it", False, False),

@@ -11,7 +11,7 @@ import pandas as pd
 from bench.core.compare import BASELINE, decision_column, interval_text
 from bench.core.report import fmt, summarise
 from leaderboard.board import METRICS, Board, on_seeds, select
-from leaderboard.ranking import rests_on
+from leaderboard.ranking import runs_text
 
 HEATMAP_TOP = 3   # the heatmaps' default: naive, the ceiling and this many of the best-ranked
 
@@ -23,8 +23,9 @@ def _order(names: list[str], first: list[str]) -> list[str]:
 def matrices(board: Board, submission: str, metric: str = "nts") -> dict[str, pd.DataFrame]:
     """Per category, source (rows) x target (columns) of one submission's metric, mean over seeds, in the
     protocol's order of datasets: a source's targets are its category's siblings, so each category is its
-    own block (3 x 3 on mini) and no cell is blank but the diagonal, where a source would meet itself."""
-    cells = board.cells[board.cells["submission"] == submission]
+    own block (3 x 3 on mini) and no cell is blank but the diagonal, where a source would meet itself. Over the
+    seeds every submission of its group holds, as the ranking."""
+    cells = board.on_common_seeds(board.cells[board.cells["submission"] == submission])
     out = {}
     for category, within in cells.groupby("category", sort=False):
         table = within.pivot_table(index="source", columns="target", values=metric, aggfunc="mean", sort=False)
@@ -49,7 +50,7 @@ def color_limit(board: Board, keys: list[str], metric: str) -> float:
     """One colour scale for every heatmap of these submissions, symmetric around 0: up to the 95th
     percentile of their cells' |value| (at least 1 point), so one outlier (``length``'s -56 on mini)
     does not wash out every other panel; beyond it the colour saturates and the number is still printed."""
-    cells = board.cells[board.cells["submission"].isin(keys)]
+    cells = board.on_common_seeds(board.cells[board.cells["submission"].isin(keys)])
     if cells.empty:
         return 1.0
     means = cells.groupby(["submission", "source", "target"])[metric].mean().abs()
@@ -58,8 +59,9 @@ def color_limit(board: Board, keys: list[str], metric: str) -> float:
 
 def id_vs_ood(board: Board, protocol: str | None = None, models: str | None = None, category: str | None = None,
               source: str | None = None) -> pd.DataFrame:
-    """WRG (ID gain) and AOG (OOD gain) per submission and source -> target cell, mean over seeds."""
-    cells = select(board.cells, protocol, models, category, source)
+    """WRG (ID gain) and AOG (OOD gain) per submission and source -> target cell, mean over the seeds every
+    submission of its group holds (as the ranking)."""
+    cells = board.on_common_seeds(select(board.cells, protocol, models, category, source))
     keys = ["submission", "method", "params", "status", "category", "source", "target"]
     if cells.empty:
         return pd.DataFrame(columns=[*keys, "wrg", "aog", "nts"])
@@ -102,7 +104,7 @@ def ablations(board: Board, protocol: str | None = None, models: str | None = No
     difference from naive, or on a protocol seeded per source the interval over independent runs), placed on
     the metric's axis: naive's value plus it, so it crosses naive's value exactly when the difference is
     undecided (blank without naive or with one seed); ``point`` is naive's value plus the paired Δ it is
-    about, the setting's own mean wherever both hold the same seeds (and the Δ is not over a picked method's fresh
+    about, the setting's own mean wherever Δ is over the seeds every submission holds (and not over a picked method's fresh
     seeds alone: SubmissionFile.fresh_from). Keyed "protocol/models/method"."""
     cells = select(board.cells, protocol, models)
     out = {}
@@ -120,7 +122,7 @@ def ablations(board: Board, protocol: str | None = None, models: str | None = No
                    "ID acc": summary["student_id"], "OOD acc": summary["student_ood"],
                    "status": cells_of["status"].iloc[0], "submission": key}
             deciding = decided.get("deciding", {})
-            row["runs"] = rests_on(deciding.get("nts"), int(summarise(cells_of)["seeds"]))
+            row["runs"] = runs_text(board, key, cells_of, decided)
             for m, n in METRICS.items():
                 base = baseline[n] if baseline else math.nan
                 found = deciding.get(m)

@@ -1,7 +1,8 @@
 """The ranking of a group (protocol x model pair) as a DataFrame, and its verdict in one line.
 
 Every aggregate is computed from the submissions' cells (``bench.core.report`` does the arithmetic, so the
-board, ``bench report`` and ``bench submit`` agree); intervals, rank intervals, Δ against naive and
+board, ``bench report`` and ``bench submit`` agree on the same seeds; the board's are those every submission of
+the group holds); intervals, rank intervals, Δ against naive and
 "decided" are ``Board.decisions``, i.e. ``bench.core.compare.decision_table``. Definitions:
 
 - NTS, AOG, WRG, ID and OOD accuracy: means over the selected source -> target cells and the seeds every
@@ -105,11 +106,13 @@ def _method_info(v: Validation) -> dict:
             "code": origin.get("module", "") if origin.get("kind") == "built-in" else ""}
 
 
-def _teacher_row(group: pd.DataFrame, ceiling: pd.Series | None, ceiling_ci: dict | None, disagree: bool) -> dict:
-    """The weak teacher's accuracies, once per seed x cell (from validated submissions first)."""
-    cells = teacher_rows(group.sort_values("valid", ascending=False, kind="stable"))
+def _teacher_row(group: pd.DataFrame, seeds: tuple[int, ...] | None, ceiling: pd.Series | None, ceiling_ci: dict | None,
+                 disagree: bool) -> dict:
+    """The weak teacher's accuracies, once per seed x cell (from validated submissions first), over ``seeds`` (those
+    every submission holds); it holds every seed of the group."""
+    cells = teacher_rows(on_seeds(group, seeds).sort_values("valid", ascending=False, kind="stable"))
     return {**_row(summarise(cells), ceiling, ceiling_ci), "rank": "ref", "method": TEACHER, "params": "",
-            "status": "reference", "role": "teacher", "held": int(cells["seed"].nunique()), "submitter": "", "submission": "", "paper": "", "code": "",
+            "status": "reference", "role": "teacher", "held": group["seed"].nunique(), "submitter": "", "submission": "", "paper": "", "code": "",
             "problem": "submissions disagree on the teacher (bench validate shows where)" if disagree else ""}
 
 
@@ -138,6 +141,15 @@ def _deciding(decided: dict, prefix: str) -> dict:
     return {f"{prefix} low": found.low if found else math.nan, f"{prefix} high": found.high if found else math.nan}
 
 
+def runs_text(board: Board, key: str, cells_of: pd.DataFrame, decided: dict) -> str:
+    """What a submission's Δ against naive rests on (``rests_on``), from all its cells (``cells_of``, every seed it
+    holds) and its row of ``Board.decisions`` (``decided``)."""
+    first = cells_of.iloc[0]
+    return rests_on(decided.get("deciding", {}).get("nts"), cells_of["seed"].nunique(),
+                    runs_in(cells_of) if board.independent(first["protocol"], first["models"]) else 0,
+                    len({c.method for c in board.by_key[key].controls}))
+
+
 def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, seeds, ceiling, ceiling_ci, by: str
                 ) -> dict:
     """A submission's row: its numbers over the seeds every submission of the group holds (``seeds``), its Δ
@@ -145,8 +157,9 @@ def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, s
     first = cells_of.iloc[0]
     ci, delta = decided.get("ci", {}), decided.get("delta", {}).get("nts", NO_DELTA)
     bon = decided.get("bon", {})
-    summary, held = summarise(on_seeds(cells_of, seeds)), int(summarise(cells_of)["seeds"])
-    row = {**_row(summary, ceiling, ceiling_ci), **_method_info(board.by_key[key]), "held": held,
+    shared = on_seeds(cells_of, seeds)
+    row = {**_row(summarise(shared), ceiling, ceiling_ci), **_method_info(board.by_key[key]),
+           "held": cells_of["seed"].nunique(),
            "method": first["method"], "params": first["params"], "status": first["status"],
            "role": "upload" if key.startswith(UPLOAD_PREFIX) else "method",
            "problem": first["problem"], "submitter": first["submitter"], "submission": key,
@@ -155,11 +168,9 @@ def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, s
            "Δ NTS vs naive": decided.get("Δ NTS vs naive", math.nan),
            "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ low": delta[1], "Δ high": delta[2],
            **{name: decided.get(name, "") for name in DECIDING}, **_deciding(decided, "Δ decides"),
-           "decided": decided.get("decided", ""), "misfit": cells_of["misfit"].mean(),
+           "decided": decided.get("decided", ""), "misfit": shared["misfit"].mean(),
            "fresh from": (board.by_key[key].submission or {}).get("fresh_from") or 0,
-           "runs": rests_on(decided.get("deciding", {}).get("nts"), held,
-                            runs_in(cells_of) if board.independent(first["protocol"], first["models"]) else 0,
-                            len({c.method for c in board.by_key[key].controls})),
+           "runs": runs_text(board, key, cells_of, decided),
            "Δ BoN NTS vs naive": bon.get("Δ BoN NTS vs naive", math.nan), "BoN decided": bon.get("decided", ""),
            **_deciding(bon, "Δ BoN")}
     for name in METRICS.values():
@@ -204,7 +215,7 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
             position += valid
             row["rank"] = str(position) if valid else "–"
         disagree = any(keys & set(group["submission"]) for _, keys in board.conflicts)
-        references.append({**_teacher_row(on_seeds(group, seeds), ceiling, ceiling_ci, disagree), "runs": "", "fresh from": 0})
+        references.append({**_teacher_row(group, seeds, ceiling, ceiling_ci, disagree), "runs": "", "fresh from": 0})
         independent = board.independent(protocol_name, models_name)
         for row in [*(r for _, r in ranked), *references]:
             rows.append({**row, "model pair": models_name, "protocol": protocol_name, "independent": independent})
@@ -230,7 +241,8 @@ class Verdict:
     fresh: tuple[str, ...] = ()   # methods chosen on their first seeds, decided on the others (fresh_from)
     references: tuple[str, ...] = ()   # reference rows decided against naive, e.g. "the ceiling is decidedly better"
     first_look: int = 0   # contenders at the group's fewest seeds while others hold more (their Δ's interval is wide)
-    over: int = 0         # when rows hold different seeds: how many every row holds, which NTS and the ranks are over
+    over: int = 0         # where a row holds more seeds than every submission does: how many they all hold, which
+                          # NTS and the ranks are over
     seeds_min: int = 0    # the fewest seeds a ranked row holds (the protocol's)
 
     def head(self) -> str:
@@ -259,15 +271,16 @@ class Verdict:
 
     def _seeds(self) -> str:
         """What the numbers are over, and why some Δ intervals are so wide, where rows hold different seeds: NTS and
-        the ranks over the seeds every row holds, Δ over every seed a row pairs with naive's."""
+        the ranks over the seeds every submission holds, Δ over the seeds a row pairs with naive's."""
         if not self.over:
             return ""
         wide = (f" {self.first_look} row{'s rest' if self.first_look > 1 else ' rests'} on the protocol's {self.seeds_min} "
                 "seeds alone: a deciding interval there is wide, so only a large difference decides; bench compare "
                 "METHOD naive --until-decided adds seeds until it is decided or known to ±1.") if self.first_look else ""
         return (f" Rows hold different seeds: NTS, its interval and the ranks are over the {plural(self.over, 'seed')} "
-                "every row holds; Δ NTS vs naive pairs a row's runs with naive's on every seed both hold (\"runs\"), and "
-                "is what decides." + wide)
+                "every submission holds; Δ NTS vs naive pairs a row's runs with naive's on the seeds \"runs\" names, and "
+                "is what decides. Where both hold more, Δ is not the difference of the NTS column, so the order of the "
+                "rows and the sign of Δ can disagree." + wide)
 
     def _fresh(self) -> str:
         if not self.fresh:
@@ -311,10 +324,12 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
     ceilings = table[(table["role"] == "ceiling") & table["decided"].isin(["better", "worse"])]
     held = rows["held"].astype(int)
     spread = held.min() < held.max()
+    counted = pd.concat([rows, table[table["role"] == "ceiling"]])   # the ranked rows and the ceiling
+    grown = bool((counted["held"].astype(int) > counted["seeds"].astype(int)).any())
     return Verdict(better, worse, [n for n in contenders if n not in better and n not in worse], seeds,
                    independent=independent, fresh=tuple(n for n, f in zip(rows["name"], rows["fresh from"])
                                                         if f and n in contenders),
                    references=tuple(f"the ceiling is decidedly {side}" for side in ceilings["decided"]),
                    first_look=int(((held == held.min()) & (rows["method"] != BASELINE) & (rows["decided"] == "no")).sum())
                    if spread and independent else 0,
-                   over=int(rows["seeds"].min()) if spread else 0, seeds_min=int(held.min()))
+                   over=int(rows["seeds"].min()) if grown else 0, seeds_min=int(held.min()))

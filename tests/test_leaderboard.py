@@ -591,10 +591,10 @@ def test_the_verdict_says_what_the_numbers_are_over_where_rows_hold_different_se
     found = core.verdict(None, table)
     assert (found.better, found.worse, found.undecided) == ([], ["b"], ["a", "c"])
     assert "undecided: a, c (the ceiling is decidedly better: a reference row, not counted)" in found.head()
-    assert "the ranks are over the 3 seeds every row holds" in found.rule()
+    assert "the ranks are over the 3 seeds every submission holds" in found.rule()
     assert "2 rows rest on the protocol's 3 seeds alone" in found.rule()
     even = core.verdict(None, table.assign(held=3))   # every row on the same seeds: nothing to explain
-    assert "every row holds" not in even.text() and "rest on" not in even.text()
+    assert "every submission holds" not in even.text() and "rest on" not in even.text()
 
 
 def test_the_board_says_what_was_run(reference):

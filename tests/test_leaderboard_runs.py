@@ -231,7 +231,7 @@ def test_rows_holding_more_seeds_are_ranked_on_the_seeds_every_row_holds(board, 
     assert low <= int(grown["rank"]) <= high
     ranked = table[table["rank"].str.isdigit()]
     assert list(ranked["NTS"]) == sorted(ranked["NTS"], reverse=True)
-    assert "the ranks are over the 2 seeds every row holds" in core.verdict(board, table).text()
+    assert "the ranks are over the 2 seeds every submission holds" in core.verdict(board, table).text()
 
 
 # --- a method chosen on the protocol's seeds (bench submit --fresh-from) ---------------------------------------

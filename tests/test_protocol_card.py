@@ -5,7 +5,7 @@ from bench.core.card import DOCS_DIR, protocol_card
 from bench.core.protocols import PROTOCOLS, protocol_hash
 
 
-@pytest.mark.parametrize("name", ["mini", "w2s-shift-v1"])
+@pytest.mark.parametrize("name", ["mini", "mini-v2", "w2s-shift-v1"])
 def test_committed_card_equals_the_generated_one(name):
     committed = (DOCS_DIR / f"{name}.md").read_text(encoding="utf-8")
     assert committed == protocol_card(PROTOCOLS.get(name)), \
@@ -22,3 +22,16 @@ def test_card_of_the_real_protocol_names_what_decides_its_numbers():
                    "| harmless | `w2s/rail-hh-10k` | `w2s/hh-harmless`, `w2s/pku-saferlhf` |",
                    "Groups are shuffled with the seed", "fair seeded coin", "CC-BY-NC-4.0"):
         assert needle in card, needle
+
+
+def test_an_archived_protocol_names_a_registered_successor_and_keeps_its_hash():
+    """ARCHIVED marks a protocol whose board is kept but no longer the default; the mark is no spec field, so the
+    archived protocol's hash, recorded in its submissions, is the one they were run with."""
+    from bench.core.protocols import ARCHIVED, protocol_named, replaced_by
+
+    for old, new in ARCHIVED.items():
+        assert PROTOCOLS.get(new) and replaced_by(new) is None   # a successor that is itself current
+        assert f"- **Archived:** `{new}` replaces it" in protocol_card(PROTOCOLS.get(old))
+    assert protocol_hash(PROTOCOLS.get("mini")).startswith("527dcbde0926")   # v1.0's, as its 26 submissions record
+    assert replaced_by("mini+cap-train800-test200") == "mini-v2" and replaced_by("mini-v2") is None
+    assert "Archived" not in protocol_card(protocol_named("mini-v2"))
