@@ -80,6 +80,7 @@ class DataLine:
     missing: list[Protocol]       # registered protocols on real data with no submission yet
     seeds: str                    # the seeds a missing protocol's run takes ("0 1 2")
     groups: int = 1               # protocol x model pair groups on the board: several are not comparable
+    archived: tuple[str, ...] = ()   # those of ``protocols`` that are archived (bench.core.protocols.ARCHIVED)
 
 
 def _protocol(name: str, protocols: Mapping | None) -> Protocol | None:
@@ -99,7 +100,7 @@ def data_line(board: Board, protocols: Mapping | None = None) -> DataLine:
     registered protocols on real data that have no submission yet."""
     from bench.core.protocols import PROTOCOLS, protocol_named
 
-    on_board = sorted({p for p, _ in board.groups})
+    on_board = list(dict.fromkeys(p for p, _ in board.groups))   # the board's order: current protocols first
     shown = [found for name in on_board if (found := _protocol(name, protocols))]
     students: dict[str, tuple[str, list[str]]] = {}
     for protocol, models in board.groups:
@@ -111,7 +112,7 @@ def data_line(board: Board, protocols: Mapping | None = None) -> DataLine:
     missing = [p for name in registered if (p := _protocol(name, protocols)) and not p.synthetic]
     seeds = " ".join(map(str, protocol_named(missing[0].name, protocols).seeds)) if missing else ""
     return DataLine(shown, [Student(c, size, tuple(dict.fromkeys(pairs))) for c, (size, pairs) in students.items()],
-                    missing, seeds, len(board.groups))
+                    missing, seeds, len(board.groups), tuple(p for p in on_board if replaced_by(p)))
 
 
 # --- one group: what was run behind its numbers ------------------------------------------------------------------

@@ -599,8 +599,9 @@ def test_the_verdict_says_what_the_numbers_are_over_where_rows_hold_different_se
 
 def test_the_board_says_what_was_run(reference):
     line = core.data_line(reference)
-    assert [(p.name, p.synthetic) for p in line.protocols] == [("mini", True), ("mini+cap-train800-test200", True),
-                                                               ("mini-v2", True)]
+    assert [(p.name, p.synthetic) for p in line.protocols] == [("mini-v2", True), ("mini", True),
+                                                               ("mini+cap-train800-test200", True)]   # current first
+    assert line.archived == ("mini", "mini+cap-train800-test200")
     assert [(s.checkpoint, s.size, s.pairs) for s in line.students] == [
         ("all-MiniLM-L6-v2", "a 22.7M-parameter encoder", ("tiny-lr3e-4", "tiny", "tiny+early-stop")),
         ("SmolLM2-135M-Instruct", "a 135M-parameter decoder", ("smol",))]
@@ -610,6 +611,7 @@ def test_the_board_says_what_was_run(reference):
 
     html = render.data_html(line)
     assert "synthetic data only." in html and "<code>w2s-shift-v1</code> has no submissions yet" in html
+    assert "comes from <code>mini-v2</code>, <code>mini</code> (archived)" in html
     assert "<b>Compare rows within one group</b> (protocol × model pair)" in html   # mini and mini-v2 differ
     assert "bench run --protocol w2s-shift-v1 --models PAIR --method NAME --seeds 0 1 2" in html
     # the board opens on the group of a current protocol with the most submissions; mini, archived, comes after
