@@ -611,7 +611,7 @@ def test_the_board_says_what_was_run(reference):
 
     html = render.data_html(line)
     assert "synthetic data only." in html and "<code>w2s-shift-v1</code> has no submissions yet" in html
-    assert "comes from <code>mini-v2</code>, <code>mini</code> (archived)" in html
+    assert "comes from <code>mini-v2</code>, <code>mini</code><span class=\"sb-more\"> (archived)</span>" in html
     assert "<b>Compare rows within one group</b> (protocol × model pair)" in html   # mini and mini-v2 differ
     assert "bench run --protocol w2s-shift-v1 --models PAIR --method NAME --seeds 0 1 2" in html
     # the board opens on the group of a current protocol with the most submissions; mini, archived, comes after
