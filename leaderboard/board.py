@@ -135,7 +135,7 @@ class Board:
         the board but Δ against naive is over, so that rows are ranked on one basis: a submission grown past them
         (naive's A/A pool, a comparison run until decided) would otherwise rank on seeds the others lack. None
         where the group's submissions cannot be paired."""
-        return next((d["over"] for d in self.decisions(protocol, models).values() if "over" in d), None)
+        return common_seeds(self.decisions(protocol, models))
 
     def on_common_seeds(self, cells: pd.DataFrame) -> pd.DataFrame:
         """Rows of ``cells`` on the seeds every submission of their group holds (``seeds_in_common``, ``on_seeds``),
@@ -153,6 +153,12 @@ class Board:
 
 
 NO_DELTA = (math.nan,) * 5
+
+
+def common_seeds(decisions: dict[str, dict]) -> tuple[int, ...] | None:
+    """The seeds every submission of a group holds, from its ``Board.decisions`` (any scope: whole seeds do not
+    depend on a filter), so a caller that has them computes no other scope's."""
+    return next((d["over"] for d in decisions.values() if "over" in d), None)
 
 
 def on_seeds(cells: pd.DataFrame, seeds: tuple[int, ...] | None) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from bench.core.compare import BASELINE, decision_column, interval_text
 from bench.core.report import fmt, summarise
-from leaderboard.board import METRICS, Board, on_seeds, select
+from leaderboard.board import METRICS, Board, common_seeds, on_seeds, select
 from leaderboard.ranking import runs_text
 
 HEATMAP_TOP = 3   # the heatmaps' default: naive, the ceiling and this many of the best-ranked
@@ -111,7 +111,8 @@ def ablations(board: Board, protocol: str | None = None, models: str | None = No
     for (protocol_name, models_name, method), group in cells.groupby(["protocol", "models", "method"], sort=True):
         if group["params"].nunique() < 2:  # one setting (or resubmissions of it): not a sweep
             continue
-        decisions, seeds = board.decisions(protocol_name, models_name), board.seeds_in_common(protocol_name, models_name)
+        decisions = board.decisions(protocol_name, models_name)
+        seeds = common_seeds(decisions)
         naive = cells[(cells["protocol"] == protocol_name) & (cells["models"] == models_name)
                       & (cells["method"] == BASELINE) & cells["valid"]]
         baseline = {n: summarise(on_seeds(naive, seeds))[m] for m, n in METRICS.items()} if not naive.empty else None

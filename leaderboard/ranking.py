@@ -40,7 +40,7 @@ from bench.core.compare import (
 )
 from bench.core.report import TEACHER, fmt, runs_in, summarise, teacher_rows
 from bench.submissions.limits import Validation
-from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, on_seeds, scope, select
+from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, common_seeds, on_seeds, scope, select
 
 RANKING_COLUMNS = ["rank", "method", "params", "status", "role",
                    "NTS", "NTS ±", "NTS low", "NTS high", "NTS 95% CI", "rank 95%",
@@ -193,7 +193,7 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
     rows = []
     for (protocol_name, models_name), group in cells.groupby(["protocol", "models"], sort=True):
         decisions = board.decisions(protocol_name, models_name, scope(category), scope(source))
-        seeds = board.seeds_in_common(protocol_name, models_name)
+        seeds = common_seeds(decisions)
         ceilings = group[group["method"] == CEILING]
         ceiling_key = ceilings.sort_values("valid", ascending=False, kind="stable")["submission"].iloc[0] \
             if len(ceilings) else None
