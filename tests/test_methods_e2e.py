@@ -9,6 +9,7 @@ import pytest
 from bench.cli import main
 from bench.core.errors import BenchError
 from bench.core.metrics import accuracy
+from bench.core.protocols import ARCHIVED
 from bench.core.result_schema import RESULT_FILE
 from bench.core.results import find_cells, recompute_folder
 from bench.core.settings import RunSettings
@@ -117,9 +118,12 @@ def test_external_package_through_its_entry_point(registered_small, tmp_path, ca
     assert "smoothed" in capsys.readouterr().out and "smoothed" in METHODS
     protocol, models = registered_small
     out, submissions = tmp_path / "results", tmp_path / "submissions"
+    # the walk's protocol archived, as the docs' default (mini) is: run and validate say so, and nothing fails
+    monkeypatch.setitem(ARCHIVED, protocol.name, "mini-v2")
     # docs/adding-a-method.md, step 6: run every cell, report, submit, validate, see the leaderboard row
     assert main(["run", "--method", "smoothed", "--param", "eps=0.5", "--protocol", protocol.name,
                  "--models", models.name, "--out", str(out), "--cache-dir", str(cache)]) == 0
+    assert f"note: protocol {protocol.name!r} is archived: 'mini-v2' replaces it" in capsys.readouterr().out
     cells = find_cells(out)
     assert len(cells) == len(protocol.datasets) * len(protocol.seeds)
     origin = cells[0].method.origin
@@ -131,6 +135,7 @@ def test_external_package_through_its_entry_point(registered_small, tmp_path, ca
     assert main(["submit", str(results), "--out", str(submissions), "--submitter", "docs example"]) == 0
     submission = submissions / protocol.name / models.name / "smoothed_eps=0.5"
     assert main(["validate", str(submission)]) == 0
+    assert f"warning: submission.json: protocol.name: protocol {protocol.name!r} is archived" in capsys.readouterr().out
     from leaderboard.core import load_board, ranking
 
     board = ranking(load_board(submissions))

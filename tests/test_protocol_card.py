@@ -35,3 +35,19 @@ def test_an_archived_protocol_names_a_registered_successor_and_keeps_its_hash():
     assert protocol_hash(PROTOCOLS.get("mini")).startswith("527dcbde0926")   # v1.0's, as its 26 submissions record
     assert replaced_by("mini+cap-train800-test200") == "mini-v2" and replaced_by("mini-v2") is None
     assert "Archived" not in protocol_card(protocol_named("mini-v2"))
+
+
+def test_a_submission_of_an_archived_protocol_passes_with_a_warning_that_names_its_successor():
+    """bench validate and the board's Submit tab tell whoever submits to mini that mini-v2 is the current board;
+    the submission stays valid."""
+    from pathlib import Path
+
+    from bench.submissions import validate_tree
+
+    root = Path(__file__).resolve().parent.parent / "submissions"
+    [old] = validate_tree(root / "mini" / "tiny" / "length")
+    [current] = validate_tree(root / "mini-v2" / "tiny-lr3e-4" / "length")
+    assert old.ok and current.ok
+    assert [(p.field, p.fix) for p in old.warnings] == [
+        ("protocol.name", "for the current board, run on mini-v2 (bench run --protocol mini-v2) and submit that")]
+    assert "'mini' is archived: 'mini-v2' replaces it" in old.warnings[0].message and not current.warnings

@@ -27,7 +27,16 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"accuracy in points, teacher = weak model, student = strong model trained by the method")
     print(cell_table(results))
     print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
+    archived(settings.protocol.name)
     return 0
+
+
+def archived(protocol: str) -> None:
+    """After cells of an archived protocol, say so and what replaces it (the quick start's default, mini, is one)."""
+    from bench.core.protocols import archived_note, replaced_by
+
+    if successor := replaced_by(protocol):
+        print(f"note: {archived_note(protocol)}; --protocol {successor} runs the current one")
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -44,6 +53,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     table = method_table(results)
     print(table.to_string(index=False) + left_out_note(table))
     print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
+    archived(settings.protocol.name)
     return 0
 
 
@@ -71,6 +81,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
           "teacher = weak model, student = the checkpoint")
     print(cell_table(results))
     print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
+    archived(settings.protocol.name)
     return 0
 
 

@@ -43,6 +43,14 @@ def replaced_by(name: str) -> str | None:
     return ARCHIVED.get(found["base"] if found else name)
 
 
+def archived_note(name: str) -> str | None:
+    """What a run or a submission of an archived protocol is told (``bench run``, ``bench sweep``,
+    ``bench validate`` and the board's Submit tab), else None: results stay valid, on the archived board."""
+    successor = replaced_by(name)
+    return (f"protocol {name!r} is archived: {successor!r} replaces it. Results of {name!r} stay valid and "
+            f"rank on its archived board, after the current protocols'" if successor else None)
+
+
 _CAPPED_NAME = re.compile(r"(?P<base>.+?)\+cap-train(?P<train>[0-9]{1,9})-test(?P<test>[0-9]{1,9})(?:-len(?P<length>[0-9]{1,9}))?")
 
 

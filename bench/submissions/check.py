@@ -91,7 +91,7 @@ def _resolve(name: str, override: Mapping | None, registry) -> Any:
 
 
 def _check_protocol(v: Validation, meta: dict, protocols: Mapping[str, ProtocolSpec] | None) -> ProtocolSpec:
-    from bench.core.protocols import protocol_hash, protocol_named
+    from bench.core.protocols import archived_note, protocol_hash, protocol_named, replaced_by
 
     ref = meta["protocol"]
     try:
@@ -112,6 +112,9 @@ def _check_protocol(v: Validation, meta: dict, protocols: Mapping[str, ProtocolS
         v.error(SUBMISSION_FILE, "protocol.hash", f"foreign protocol hash {ref['hash']!r}: {protocol.name} "
                 f"v{protocol.version} hashes to {protocol_hash(protocol)!r} here, so the results were made with "
                 "different data or settings", "rerun with this version of shiftbench and submit again")
+    if successor := replaced_by(protocol.name):
+        v.warn(SUBMISSION_FILE, "protocol.name", str(archived_note(protocol.name)),
+               f"for the current board, run on {successor} (bench run --protocol {successor}) and submit that")
     return protocol
 
 
