@@ -1,0 +1,84 @@
+"""What a run says before it works on a results folder that already holds cells: which finished cells it
+will run again, and why, and whether the cells it adds can pair bit-exactly with the ones there.
+
+A finished cell is reused only when its key matches (``RunContext.cell_key``: code, settings, and the
+torch and transformers builds, device and thread count that its floats depend on); otherwise the run
+replaces it. Without a word, an upgraded ``transformers`` would silently retrain a comparison's baseline.
+
+The CPU's kernels (``torch.backends.cpu.get_cpu_capability()``: AVX512, AVX2, ...) are not in the key,
+so that a teacher cache shared by machines of both kinds serves them all with one teacher. But a teacher
+trained again, where the cache does not hold it, gives labels that differ in their last bits on another
+kind of CPU. Cells run here then pair with the folder's cells of the same seed and source through a
+teacher that is not bit-identical to theirs, and ``bench validate`` warns that cells of the same teacher
+record different labels. Measured: docs/reliability.md, "CPU kernels".
+"""
+from __future__ import annotations
+
+import sys
+
+from bench.core.results import find_cells, load_cell
+from bench.core.settings import RunSettings
+
+# recorded in a cell's environment (bench.core.env.environment) and part of its key (platform_version)
+_PLATFORM = (("torch", ("packages", "torch")), ("transformers", ("packages", "transformers")),
+             ("device", ("device",)), ("torch threads", ("torch_threads",)))
+
+
+def _recorded(environment: dict, path: tuple[str, ...]) -> object:
+    for part in path:
+        environment = environment.get(part) if isinstance(environment, dict) else None
+    return environment
+
+
+def why_rerun(recorded: dict, here: dict) -> str:
+    """Why a finished cell's key differs from this run's, from the two environments: the platform fields
+    of the key that differ, else its code or settings (those are in the key as a digest only)."""
+    changed = [f"{name} {_recorded(recorded, path)} there, {_recorded(here, path)} here" for name, path in _PLATFORM
+               if _recorded(recorded, path) != _recorded(here, path)]
+    return "; ".join(changed) if changed else "its code or settings differ from this run's"
+
+
+def announce(settings: RunSettings, threads: int | None) -> None:
+    """Print, before any work, the finished cells of this run whose key is not the one it would give them
+    (they are run again) and, once, where the folder's cells of the seeds and sources it runs were made on
+    another kind of CPU than this one. ``threads``: each cell's torch threads, which are in its key (None: this
+    process's)."""
+    import torch
+
+    from bench.core.cache import Cache
+    from bench.core.distributed import is_main_process
+    from bench.core.env import environment
+    from bench.stages.context import RunContext
+    from bench.stages.pipeline import cell_folders, checked_method
+
+    if not is_main_process():
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads or before)
+    try:
+        method = checked_method(settings)
+        ctx = RunContext(settings, method, Cache(settings.cache_dir))
+        folders = cell_folders(settings, method)
+        here, todo = environment(), set()
+        for (seed, source), folder in folders.items():
+            done = None if settings.force else load_cell(folder)
+            stale = done is not None and done.cell_key != ctx.cell_key(source, seed)
+            if done is None or stale:
+                todo.add((seed, source))
+            if stale:
+                print(f"[rerun] {source} seed {seed}: the finished result in {folder} has another key "
+                      f"({why_rerun(done.environment, here)}); it is run again and replaced", file=sys.stderr)
+    finally:
+        torch.set_num_threads(before)
+    kernels = _recorded(here, ("cpu", "torch_capability"))
+    root = settings.out / settings.protocol.name / settings.models.name
+    other = sorted({str(kind) for cell in (find_cells(root) if root.is_dir() else [])
+                    if (cell.seed, cell.source) in todo
+                    and (kind := _recorded(cell.environment, ("cpu", "torch_capability"))) not in (None, kernels)})
+    if other:
+        print(f"[warning] cells in {root} of the seeds and sources this run adds were made with {', '.join(other)} "
+              f"CPU kernels, this machine's torch uses {kernels}: where the teacher cache does not hold their "
+              "teacher, it is trained again here with labels that differ in their last bits, so the cells this run "
+              "adds do not pair bit-exactly with those (bench validate warns: cells of the same teacher record "
+              "different labels). Run them on a machine of the same kind, or with its teacher cache (--cache-dir)",
+              file=sys.stderr)

@@ -1,0 +1,49 @@
+"""A run over a folder that already holds cells says which finished cells it replaces and why, and warns
+where the folder's cells of the seeds and sources it adds were made with other CPU kernels
+(bench/stages/resume.py): both were silent, and a session on an AVX2 machine retrained a comparison's
+baseline over cells made with AVX512 kernels."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from bench.core.result_schema import RESULT_FILE
+from bench.core.settings import RunSettings
+from bench.stages.resume import announce, why_rerun
+
+
+def test_why_rerun_names_the_platform_field_that_differs_else_the_code():
+    here = {"packages": {"torch": "2.13.0+cpu", "transformers": "5.25.0"}, "device": "cpu", "torch_threads": 1}
+    there = {**here, "packages": {**here["packages"], "transformers": "5.24.0"}, "torch_threads": 2}
+    assert why_rerun(there, here) == "transformers 5.24.0 there, 5.25.0 here; torch threads 2 there, 1 here"
+    assert why_rerun(here, here) == "its code or settings differ from this run's"
+
+
+def test_a_run_names_the_cells_it_replaces_and_warns_of_cells_made_with_other_cpu_kernels(runs, tmp_path, capsys):
+    protocol, models = (next(iter(d.values())) for d in (runs.protocols, runs.model_pairs))
+    out = tmp_path / "results"
+    shutil.copytree(runs.results, out)
+    settings = RunSettings(protocol, models, "naive", {}, list(protocol.datasets), list(protocol.seeds), out,
+                           tmp_path / "cache", command="bench run --method naive")
+    announce(settings, None)
+    assert capsys.readouterr().err == ""   # every cell finished with this run's key: nothing to say
+
+    seed, source = protocol.seeds[0], protocol.datasets[0]
+    group = out / protocol.name / models.name
+    cell = f"seed{seed}/{source.replace('/', '__')}/{RESULT_FILE}"
+
+    def edit(slug: str, change) -> None:
+        path = group / slug / cell
+        data = json.loads(path.read_text())
+        change(data)
+        path.write_text(json.dumps(data))
+
+    edit("naive", lambda r: r.update(cell_key="0" * 24) or r["environment"]["packages"].update(transformers="0.0.1"))
+    edit("ceiling", lambda r: r["environment"]["cpu"].update(torch_capability="AVX9"))
+    announce(settings, None)
+    err = capsys.readouterr().err
+    [rerun] = [line for line in err.splitlines() if line.startswith("[rerun]")]
+    assert rerun.startswith(f"[rerun] {source} seed {seed}: the finished result in ") and \
+        "(transformers 0.0.1 there, " in rerun and rerun.endswith("it is run again and replaced")
+    [warning] = [line for line in err.splitlines() if line.startswith("[warning]")]
+    assert "were made with AVX9 CPU kernels" in warning and "bench validate warns" in warning
