@@ -10,6 +10,8 @@
 #   benchmarks/v2_reference_plan.sh store           # copy the finished cells into extra-seeds/ (extra-seeds/README.md)
 #   benchmarks/v2_reference_plan.sh submit          # pack every method whose seeds are whole into submissions/
 #
+# The run stages first check the platform (PLAN_PLATFORM below: torch's CPU kernels and the transformers version
+# the cells so far were made with), and stop on another (ANY_PLATFORM=1 runs anyway): extra-seeds/README.md.
 # One torch thread per cell, one cell per core (bench run's default --jobs; sweep and compare are told the
 # same), as every reference run: the thread count is part of a cell's and a teacher's key, and a
 # teacher's scores are bit-identical only on the same thread count and CPU kernels.
@@ -88,11 +90,22 @@ submit() { # each method's cells, every whole seed it holds, as its reference su
   echo "$done submissions packed"
 }
 
+platform() {   # before any run: the cells so far were made with these CPU kernels and packages (extra-seeds/README.md)
+  local found
+  found=$(python -c "import torch, transformers; print(torch.backends.cpu.get_cpu_capability(), transformers.__version__)")
+  [ "$found" = "$PLAN_PLATFORM" ] || [ -n "${ANY_PLATFORM:-}" ] || {
+    echo "this machine has '$found' (torch's CPU kernels, transformers), the plan's cells '$PLAN_PLATFORM': a newer" \
+         "transformers changes every cell's key (finished cells run again), and other kernels retrain each teacher with" \
+         "labels that differ in their last bits (docs/reliability.md, CPU kernels). Install transformers==${PLAN_PLATFORM#* }" \
+         "and run on a machine whose torch uses ${PLAN_PLATFORM% *}, or set ANY_PLATFORM=1 to run anyway" >&2; exit 2; }
+}
+PLAN_PLATFORM="AVX512 5.24.0"
+
 if [ $# -gt 0 ]; then
   for stage in "$@"; do
-    case "$stage" in aa|core|zoo|decide|top3|store|submit) "$stage" ;;
+    case "$stage" in aa|core|zoo|decide|top3) platform; "$stage" ;; store|submit) "$stage" ;;
       *) echo "unknown stage '$stage': give aa, core, zoo, decide, top3, store or submit" >&2; exit 2 ;; esac
   done
 else   # the A/A pool's first seeds (naive's reference seeds among them), the core methods, then the rest
-  aa "0 1 2"; core; aa; zoo; decide; top3
+  platform; aa "0 1 2"; core; aa; zoo; decide; top3
 fi
