@@ -43,7 +43,7 @@ def test_a_run_names_the_cells_it_replaces_and_warns_of_cells_made_with_other_cp
     announce(settings, None)
     err = capsys.readouterr().err
     [rerun] = [line for line in err.splitlines() if line.startswith("[rerun]")]
-    assert rerun.startswith(f"[rerun] {source} seed {seed}: the finished result in ") and \
-        "(transformers 0.0.1 there, " in rerun and rerun.endswith("it is run again and replaced")
+    assert rerun.startswith(f"[rerun] 1 finished cell(s) of naive in {group} have another key (transformers 0.0.1 "
+                            "there, ") and rerun.endswith(f"so they are run again and replaced: seed {seed} {source}")
     [warning] = [line for line in err.splitlines() if line.startswith("[warning]")]
     assert "were made with AVX9 CPU kernels" in warning and "bench validate warns" in warning

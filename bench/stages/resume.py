@@ -14,9 +14,11 @@ record different labels. Measured: docs/reliability.md, "CPU kernels".
 """
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
-from bench.core.results import find_cells, load_cell
+from bench.core.result_schema import RESULT_FILE
 from bench.core.settings import RunSettings
 
 # recorded in a cell's environment (bench.core.env.environment) and part of its key (platform_version)
@@ -38,11 +40,21 @@ def why_rerun(recorded: dict, here: dict) -> str:
     return "; ".join(changed) if changed else "its code or settings differ from this run's"
 
 
+def _finished(folder: Path) -> dict | None:
+    """A cell folder's result.json as recorded (its key and environment), or None: only what is said here
+    is read; whether the cell is whole, and so skipped, is bench.stages.pipeline.run's to decide."""
+    try:
+        record = json.loads((folder / RESULT_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("environment"), dict) else None
+
+
 def announce(settings: RunSettings, threads: int | None) -> None:
     """Print, before any work, the finished cells of this run whose key is not the one it would give them
-    (they are run again) and, once, where the folder's cells of the seeds and sources it runs were made on
-    another kind of CPU than this one. ``threads``: each cell's torch threads, which are in its key (None: this
-    process's)."""
+    (they are run again), grouped by why, and where the folder's cells of the seeds and sources it runs were
+    made on another kind of CPU than this one. ``threads``: each cell's torch threads, which are in its key
+    (None: this process's)."""
     import torch
 
     from bench.core.cache import Cache
@@ -59,24 +71,27 @@ def announce(settings: RunSettings, threads: int | None) -> None:
         method = checked_method(settings)
         ctx = RunContext(settings, method, Cache(settings.cache_dir))
         folders = cell_folders(settings, method)
-        here, todo = environment(), set()
+        here, todo, stale = environment(), set(), {}
         for (seed, source), folder in folders.items():
-            done = None if settings.force else load_cell(folder)
-            stale = done is not None and done.cell_key != ctx.cell_key(source, seed)
-            if done is None or stale:
+            done = None if settings.force else _finished(folder)
+            if done is None or done.get("cell_key") != ctx.cell_key(source, seed):
                 todo.add((seed, source))
-            if stale:
-                print(f"[rerun] {source} seed {seed}: the finished result in {folder} has another key "
-                      f"({why_rerun(done.environment, here)}); it is run again and replaced", file=sys.stderr)
+            if done is not None and (seed, source) in todo:
+                stale.setdefault(why_rerun(done["environment"], here), []).append(f"seed {seed} {source}")
     finally:
         torch.set_num_threads(before)
+    group = settings.out / settings.protocol.name / settings.models.name
+    for why, cells in stale.items():
+        print(f"[rerun] {len(cells)} finished cell(s) of {method.name} in {group} have another key ({why}), so they "
+              f"are run again and replaced: {', '.join(cells)}", file=sys.stderr)
     kernels = _recorded(here, ("cpu", "torch_capability"))
-    root = settings.out / settings.protocol.name / settings.models.name
-    other = sorted({str(kind) for cell in (find_cells(root) if root.is_dir() else [])
-                    if (cell.seed, cell.source) in todo
-                    and (kind := _recorded(cell.environment, ("cpu", "torch_capability"))) not in (None, kernels)})
+    runs = [run for run in group.iterdir() if run.is_dir()] if group.is_dir() else []
+    # the same cell of every run in the folder (<run>/seed<N>/<source>: bench.core.results.cell_dir)
+    made = (_finished(run / Path(*folders[cell].relative_to(group).parts[1:])) for cell in todo for run in runs)
+    other = sorted({str(kind) for cell in made if cell is not None
+                    and (kind := _recorded(cell["environment"], ("cpu", "torch_capability"))) not in (None, kernels)})
     if other:
-        print(f"[warning] cells in {root} of the seeds and sources this run adds were made with {', '.join(other)} "
+        print(f"[warning] cells in {group} of the seeds and sources this run adds were made with {', '.join(other)} "
               f"CPU kernels, this machine's torch uses {kernels}: where the teacher cache does not hold their "
               "teacher, it is trained again here with labels that differ in their last bits, so the cells this run "
               "adds do not pair bit-exactly with those (bench validate warns: cells of the same teacher record "
