@@ -17,6 +17,11 @@ def test_why_rerun_names_the_platform_field_that_differs_else_the_code():
     there = {**here, "packages": {**here["packages"], "transformers": "5.24.0"}, "torch_threads": 2}
     assert why_rerun(there, here) == "transformers 5.24.0 there, 5.25.0 here; torch threads 2 there, 1 here"
     assert why_rerun(here, here) == "its code or settings differ from this run's"
+    # the record names the GPU count, the key only the model; a commit apart may or may not be why
+    gpus = {**here, "device": "cuda: H200 x8", "git": {"commit": "93c101831bbf"}}
+    assert why_rerun(gpus, {**gpus, "device": "cuda: H200 x1"}) == "its code or settings differ from this run's"
+    assert why_rerun(gpus, {**gpus, "git": {"commit": "1bea2ba0"}}) == \
+        "commit 93c1018 there, 1bea2ba here: its code or settings may differ too"
 
 
 def test_a_run_names_the_cells_it_replaces_and_warns_of_cells_made_with_other_cpu_kernels(runs, tmp_path, capsys):
@@ -25,12 +30,13 @@ def test_a_run_names_the_cells_it_replaces_and_warns_of_cells_made_with_other_cp
     shutil.copytree(runs.results, out)
     settings = RunSettings(protocol, models, "naive", {}, list(protocol.datasets), list(protocol.seeds), out,
                            tmp_path / "cache", command="bench run --method naive")
-    announce(settings, None)
-    assert capsys.readouterr().err == ""   # every cell finished with this run's key: nothing to say
-
     seed, source = protocol.seeds[0], protocol.datasets[0]
     group = out / protocol.name / models.name
     cell = f"seed{seed}/{source.replace('/', '__')}/{RESULT_FILE}"
+    # the cells' own thread count (in their key), whatever an earlier test left this process's at
+    threads = json.loads((group / "naive" / cell).read_text())["environment"]["torch_threads"]
+    announce(settings, threads)
+    assert capsys.readouterr().err == ""   # every cell finished with this run's key: nothing to say
 
     def edit(slug: str, change) -> None:
         path = group / slug / cell
@@ -40,7 +46,7 @@ def test_a_run_names_the_cells_it_replaces_and_warns_of_cells_made_with_other_cp
 
     edit("naive", lambda r: r.update(cell_key="0" * 24) or r["environment"]["packages"].update(transformers="0.0.1"))
     edit("ceiling", lambda r: r["environment"]["cpu"].update(torch_capability="AVX9"))
-    announce(settings, None)
+    announce(settings, threads)
     err = capsys.readouterr().err
     [rerun] = [line for line in err.splitlines() if line.startswith("[rerun]")]
     assert rerun.startswith(f"[rerun] 1 finished cell(s) of naive in {group} have another key (transformers 0.0.1 "

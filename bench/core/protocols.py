@@ -44,7 +44,7 @@ def replaced_by(name: str) -> str | None:
 
 
 def archived_note(name: str) -> str | None:
-    """What a run or a submission of an archived protocol is told (``bench run``, ``bench sweep``,
+    """What a run or a submission of an archived protocol is told (``bench run``, ``sweep`` and ``evaluate``,
     ``bench validate`` and the board's Submit tab), else None: results stay valid, on the archived board."""
     successor = replaced_by(name)
     return (f"protocol {name!r} is archived: {successor!r} replaces it. Results of {name!r} stay valid and "

@@ -15,12 +15,14 @@ record different labels. Measured: docs/reliability.md, "CPU kernels".
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 from bench.core.result_schema import RESULT_FILE
 from bench.core.settings import RunSettings
 
+SHOWN = 12   # cells named per [rerun] line
 # recorded in a cell's environment (bench.core.env.environment) and part of its key (platform_version)
 _PLATFORM = (("torch", ("packages", "torch")), ("transformers", ("packages", "transformers")),
              ("device", ("device",)), ("torch threads", ("torch_threads",)))
@@ -29,14 +31,20 @@ _PLATFORM = (("torch", ("packages", "torch")), ("transformers", ("packages", "tr
 def _recorded(environment: dict, path: tuple[str, ...]) -> object:
     for part in path:
         environment = environment.get(part) if isinstance(environment, dict) else None
+    if path == ("device",) and isinstance(environment, str):   # the key names a GPU model, the record its count too
+        environment = re.sub(r" x[0-9]+$", "", environment)
     return environment
 
 
 def why_rerun(recorded: dict, here: dict) -> str:
-    """Why a finished cell's key differs from this run's, from the two environments: the platform fields
-    of the key that differ, else its code or settings (those are in the key as a digest only)."""
+    """Why a finished cell's key differs from this run's, as far as the two environments tell: the platform
+    fields of the key that differ, and the commit where it differs (the code and settings are in the key as
+    a digest only, so another commit may or may not be why)."""
     changed = [f"{name} {_recorded(recorded, path)} there, {_recorded(here, path)} here" for name, path in _PLATFORM
                if _recorded(recorded, path) != _recorded(here, path)]
+    commits = [str(_recorded(env, ("git", "commit")) or "unknown")[:7] for env in (recorded, here)]
+    if commits[0] != commits[1]:
+        changed.append(f"commit {commits[0]} there, {commits[1]} here: its code or settings may differ too")
     return "; ".join(changed) if changed else "its code or settings differ from this run's"
 
 
@@ -78,12 +86,14 @@ def announce(settings: RunSettings, threads: int | None) -> None:
                 todo.add((seed, source))
             if done is not None and (seed, source) in todo:
                 stale.setdefault(why_rerun(done["environment"], here), []).append(f"seed {seed} {source}")
+        slug = next(iter(folders.values())).relative_to(settings.out).parts[2] if folders else method.name
     finally:
         torch.set_num_threads(before)
     group = settings.out / settings.protocol.name / settings.models.name
     for why, cells in stale.items():
-        print(f"[rerun] {len(cells)} finished cell(s) of {method.name} in {group} have another key ({why}), so they "
-              f"are run again and replaced: {', '.join(cells)}", file=sys.stderr)
+        more = f" and {len(cells) - SHOWN} more" if len(cells) > SHOWN else ""
+        print(f"[rerun] {len(cells)} finished cell(s) of {slug} in {group} have another key ({why}), so they are run "
+              f"again and replaced: {', '.join(cells[:SHOWN])}{more}", file=sys.stderr)
     kernels = _recorded(here, ("cpu", "torch_capability"))
     runs = [run for run in group.iterdir() if run.is_dir()] if group.is_dir() else []
     # the same cell of every run in the folder (<run>/seed<N>/<source>: bench.core.results.cell_dir)

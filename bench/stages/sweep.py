@@ -13,6 +13,7 @@ from bench.core.errors import BenchError, CellsFailedError
 from bench.core.report import params_text
 from bench.core.settings import RunSettings
 from bench.stages.executors import Executor
+from bench.stages.resume import announce
 
 
 def grid_points(base: dict[str, str], grid: list[tuple[str, list[str]]]) -> list[dict[str, str]]:
@@ -70,8 +71,6 @@ def run_jobs(settings: RunSettings, jobs: int) -> list:
     cell's and a teacher's key, so it must not change with how many cells a run holds."""
     from bench.stages.executors import make_executor
     from bench.stages.pipeline import run
-    from bench.stages.resume import announce
-
     executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
     announce(settings, executor.threads if executor is not None else None)
     if executor is not None and len(settings.cells) > 1:
@@ -116,6 +115,9 @@ def run_sweep(settings: RunSettings, grid: list[tuple[str, list[str]]], runner: 
     points' cells, run next in parallel, find them in the cache instead of training them again."""
     points = grid_points(settings.params, grid)
     check_points(settings, points)
+    if isinstance(threads := getattr(runner, "threads", None), int):   # cells run here, not on a cluster's machines
+        for params in points:
+            announce(settings.replace(params=params), threads)
     cells = [cell for params in points for cell in one_cell_runs(settings.replace(params=params))]
     first = len(settings.cells)
     results, failures = [], []
