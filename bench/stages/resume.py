@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from bench.core.result_schema import RESULT_FILE
+from bench.core.results import cell_dir
 from bench.core.settings import RunSettings
 
 SHOWN = 12   # cells named per [rerun] line
@@ -69,7 +70,7 @@ def announce(settings: RunSettings, threads: int | None) -> None:
     from bench.core.distributed import is_main_process
     from bench.core.env import environment
     from bench.stages.context import RunContext
-    from bench.stages.pipeline import cell_folders, checked_method
+    from bench.stages.pipeline import cell_folders, checked_method, run_slug
 
     if not is_main_process():
         return
@@ -82,22 +83,22 @@ def announce(settings: RunSettings, threads: int | None) -> None:
         here, todo, stale = environment(), set(), {}
         for (seed, source), folder in folders.items():
             done = None if settings.force else _finished(folder)
-            if done is None or done.get("cell_key") != ctx.cell_key(source, seed):
-                todo.add((seed, source))
-            if done is not None and (seed, source) in todo:
+            if done is not None and done.get("cell_key") == ctx.cell_key(source, seed):
+                continue   # reused as it is
+            todo.add((seed, source))
+            if done is not None:
                 stale.setdefault(why_rerun(done["environment"], here), []).append(f"seed {seed} {source}")
-        slug = next(iter(folders.values())).relative_to(settings.out).parts[2] if folders else method.name
     finally:
         torch.set_num_threads(before)
     group = settings.out / settings.protocol.name / settings.models.name
     for why, cells in stale.items():
         more = f" and {len(cells) - SHOWN} more" if len(cells) > SHOWN else ""
-        print(f"[rerun] {len(cells)} finished cell(s) of {slug} in {group} have another key ({why}), so they are run "
+        print(f"[rerun] {len(cells)} finished cell(s) of {run_slug(settings, method)} in {group} have another key ({why}), so they are run "
               f"again and replaced: {', '.join(cells[:SHOWN])}{more}", file=sys.stderr)
     kernels = _recorded(here, ("cpu", "torch_capability"))
-    runs = [run for run in group.iterdir() if run.is_dir()] if group.is_dir() else []
-    # the same cell of every run in the folder (<run>/seed<N>/<source>: bench.core.results.cell_dir)
-    made = (_finished(run / Path(*folders[cell].relative_to(group).parts[1:])) for cell in todo for run in runs)
+    runs = [run.name for run in group.iterdir() if run.is_dir()] if group.is_dir() else []
+    made = (_finished(cell_dir(settings.out, settings.protocol.name, settings.models.name, run, *cell))
+            for cell in todo for run in runs)   # the same cell of every run in the folder
     other = sorted({str(kind) for cell in made if cell is not None
                     and (kind := _recorded(cell["environment"], ("cpu", "torch_capability"))) not in (None, kernels)})
     if other:

@@ -71,6 +71,7 @@ def run_jobs(settings: RunSettings, jobs: int) -> list:
     cell's and a teacher's key, so it must not change with how many cells a run holds."""
     from bench.stages.executors import make_executor
     from bench.stages.pipeline import run
+
     executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
     announce(settings, executor.threads if executor is not None else None)
     if executor is not None and len(settings.cells) > 1:
