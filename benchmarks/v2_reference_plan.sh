@@ -10,8 +10,11 @@
 #   benchmarks/v2_reference_plan.sh store           # copy the finished cells into extra-seeds/ (extra-seeds/README.md)
 #   benchmarks/v2_reference_plan.sh submit          # pack every method whose seeds are whole into submissions/
 #
-# The run stages first check the platform (PLAN_PLATFORM below: torch's CPU kernels and the transformers version
-# the cells so far were made with), and stop on another (ANY_PLATFORM=1 runs anyway): extra-seeds/README.md.
+# The bench run stages (aa core zoo) first check the platform (PLAN_PLATFORM below: torch's CPU kernels and the
+# transformers version the cells so far were made with), and stop on another (ANY_PLATFORM=1 runs anyway). The
+# comparisons (decide top3) need no such check: bench compare --until-decided checks each seed before it adds it,
+# and stops rather than replace a finished cell or pair a new one with cells of other CPU kernels. So on another
+# kind of machine they go on where a comparison's next seeds are new to the folder: extra-seeds/README.md.
 # One torch thread per cell, one cell per core (bench run's default --jobs; sweep and compare are told the
 # same), as every reference run: the thread count is part of a cell's and a teacher's key, and a
 # teacher's scores are bit-identical only on the same thread count and CPU kernels.
@@ -103,7 +106,7 @@ PLAN_PLATFORM="AVX512 5.24.0"
 
 if [ $# -gt 0 ]; then
   for stage in "$@"; do
-    case "$stage" in aa|core|zoo|decide|top3) platform; "$stage" ;; store|submit) "$stage" ;;
+    case "$stage" in aa|core|zoo) platform; "$stage" ;; decide|top3|store|submit) "$stage" ;;
       *) echo "unknown stage '$stage': give aa, core, zoo, decide, top3, store or submit" >&2; exit 2 ;; esac
   done
 else   # the A/A pool's first seeds (naive's reference seeds among them), the core methods, then the rest

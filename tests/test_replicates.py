@@ -175,3 +175,47 @@ def test_a_submission_of_a_sequential_protocol_holds_its_extra_seeds_whole(tmp_p
     shorter = dataclasses.replace(protocol, looks=(1, 2))   # seed 2 is past this plan's last look
     found = "\n".join(map(str, validate_submission(written, {protocol.name: shorter}, pairs).errors))
     assert "seed 2, source 'mini/recipes' is not a cell of mini-seq-sub (seeds [0], then seeds up to 1" in found
+
+
+def test_until_decided_neither_replaces_its_cells_nor_pairs_across_cpu_kernels(tmp_path, capsys, small_protocol,
+                                                                             registered_small):
+    """Before it adds a seed, --until-decided checks every side's cells of it (bench.stages.resume) and stops with
+    nothing run where a finished cell would be replaced (its key changed: another transformers, say) or where the
+    seed's cells were made with other CPU kernels (its teacher would be retrained with other last bits)."""
+    import json
+
+    from bench.cli import main
+    from bench.core.protocols import PROTOCOLS
+    from bench.core.result_schema import RESULT_FILE
+
+    _, models = registered_small
+    protocol = dataclasses.replace(small_protocol, name="mini-kernels", seeding="per-source", looks=(2, 3), seeds=(0, 1))
+    if protocol.name not in PROTOCOLS:
+        PROTOCOLS.register(protocol.name, protocol)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    for method, seeds in (("naive", [0, 1, 2]), ("length", [0, 1])):
+        pipeline.run(RunSettings(protocol, models, method, {}, protocol.datasets, seeds, out, cache))
+    group = out / protocol.name / models.name
+    naive_seed2 = sorted((group / "naive" / "seed2").glob(f"*/{RESULT_FILE}"))
+    args = ["compare", "length", "naive", "--out", str(group), "--until-decided", "--cache-dir", str(cache)]
+
+    def edit(change) -> None:
+        for path in naive_seed2:
+            data = json.loads(path.read_text())
+            change(data)
+            path.write_text(json.dumps(data))
+
+    edit(lambda r: r["environment"]["cpu"].update(torch_capability="AVX9"))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "bench compare --until-decided adds seeds to the cells its looks have read" in err
+    assert "were made with AVX9 CPU kernels" in err and "run those seeds with bench run" in err
+    assert not (group / "length" / "seed2").exists()   # refused before any side ran
+
+    edit(lambda r: r["environment"]["cpu"].pop("torch_capability") and r.update(cell_key="0" * 24))
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{len(naive_seed2)} finished cell(s) of naive" in err
+    assert "so they are run again and replaced: seed 2" in err and "AVX9" not in err
+    assert not (group / "length" / "seed2").exists()
+    assert [json.loads(p.read_text())["cell_key"] for p in naive_seed2] == ["0" * 24] * len(naive_seed2)

@@ -74,10 +74,17 @@ def first_result(out: Path, slug: str):
     raise BenchError(f"no finished cell of {slug} under {out}")
 
 
-def run_seeds(settings, seeds: list[int], jobs: int) -> None:
-    from bench.stages.sweep import run_jobs
+def run_seeds(sides: list, seeds: list[int], jobs: int) -> None:
+    """Every side's cells of ``seeds`` on every source. Each side is checked first (bench.stages.resume: no finished
+    cell replaced, none added beside cells of other CPU kernels), so a refusal leaves all of them unrun."""
+    from bench.stages.resume import announce
+    from bench.stages.sweep import cell_threads, run_jobs
 
-    run_jobs(settings.replace(seeds=tuple(seeds), sources=settings.protocol.datasets), jobs)
+    batches = [settings.replace(seeds=tuple(seeds), sources=settings.protocol.datasets) for settings in sides]
+    for settings in batches:
+        announce(settings, cell_threads(jobs), refuse="bench compare --until-decided")
+    for settings in batches:
+        run_jobs(settings, jobs)
 
 
 def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: float = 1.0, batch: int = 1,
@@ -112,8 +119,7 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
           f"looks at {first}..{last} seeds; stop when decided, at ±{precision:g} points, at {last} seeds or after "
           f"{budget_hours:g} CPU-hours" + (f"; {', '.join(controls)} run too, the control of each run" if controls else ""))
     if from_seed:   # the fresh seeds of the first look; a look at fewer decides nothing (its boundary is infinite)
-        for settings in sides:
-            run_seeds(settings, list(range(from_seed, from_seed + first)), jobs)
+        run_seeds(sides, list(range(from_seed, from_seed + first)), jobs)
     while True:
         board, _ = board_for(out, [slug_a, slug_b], metric, from_seed)
         delta = board.runs_delta(slug_a, slug_b)
@@ -136,5 +142,4 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
         seeds = list(range(from_seed, from_seed + min(last, delta.seeds + batch)))
         print(f"  running seeds {from_seed + delta.seeds}..{seeds[-1]} of each ({len(sides)} runs per cell x "
               f"{len(sides[0].protocol.datasets)} sources)", file=sys.stderr, flush=True)
-        for settings in sides:
-            run_seeds(settings, seeds, jobs)
+        run_seeds(sides, seeds, jobs)

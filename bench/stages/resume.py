@@ -19,6 +19,7 @@ import re
 import sys
 from pathlib import Path
 
+from bench.core.errors import BenchError
 from bench.core.result_schema import RESULT_FILE
 from bench.core.results import cell_dir
 from bench.core.settings import RunSettings
@@ -59,11 +60,13 @@ def _finished(folder: Path) -> dict | None:
     return record if isinstance(record, dict) and isinstance(record.get("environment"), dict) else None
 
 
-def announce(settings: RunSettings, threads: int | None) -> None:
+def announce(settings: RunSettings, threads: int | None, refuse: str | None = None) -> None:
     """Print, before any work, the finished cells of this run whose key is not the one it would give them
     (they are run again), grouped by why, and where the folder's cells of the seeds and sources it runs were
     made on another kind of CPU than this one. ``threads``: each cell's torch threads, which are in its key
-    (None: this process's)."""
+    (None: this process's). ``refuse``: the command, which then stops (BenchError) instead, naming both: a
+    comparison grown seed by seed (bench compare --until-decided) must neither replace the cells its earlier
+    looks read nor pair new ones through a teacher that is not bit-identical to their own."""
     import torch
 
     from bench.core.cache import Cache
@@ -91,10 +94,11 @@ def announce(settings: RunSettings, threads: int | None) -> None:
     finally:
         torch.set_num_threads(before)
     group = settings.out / settings.protocol.name / settings.models.name
+    said = []
     for why, cells in stale.items():
         more = f" and {len(cells) - SHOWN} more" if len(cells) > SHOWN else ""
-        print(f"[rerun] {len(cells)} finished cell(s) of {run_slug(settings, method)} in {group} have another key ({why}), so they are run "
-              f"again and replaced: {', '.join(cells[:SHOWN])}{more}", file=sys.stderr)
+        said.append(("[rerun]", f"{len(cells)} finished cell(s) of {run_slug(settings, method)} in {group} have another "
+                                f"key ({why}), so they are run again and replaced: {', '.join(cells[:SHOWN])}{more}"))
     kernels = _recorded(here, ("cpu", "torch_capability"))
     runs = [run.name for run in group.iterdir() if run.is_dir()] if group.is_dir() else []
     made = (_finished(cell_dir(settings.out, settings.protocol.name, settings.models.name, run, *cell))
@@ -102,9 +106,16 @@ def announce(settings: RunSettings, threads: int | None) -> None:
     other = sorted({str(kind) for cell in made if cell is not None
                     and (kind := _recorded(cell["environment"], ("cpu", "torch_capability"))) not in (None, kernels)})
     if other:
-        print(f"[warning] cells in {group} of the seeds and sources this run adds were made with {', '.join(other)} "
-              f"CPU kernels, this machine's torch uses {kernels}: where the teacher cache does not hold their "
-              "teacher, it is trained again here with labels that differ in their last bits, so the cells this run "
-              "adds do not pair bit-exactly with those (bench validate warns: cells of the same teacher record "
-              "different labels). Run them on a machine of the same kind, or with its teacher cache (--cache-dir)",
-              file=sys.stderr)
+        said.append(("[warning]", f"cells in {group} of the seeds and sources this run adds were made with "
+                                  f"{', '.join(other)} CPU kernels, this machine's torch uses {kernels}: where the teacher "
+                                  "cache does not hold their teacher, it is trained again here with labels that differ in "
+                                  "their last bits, so the cells this run adds do not pair bit-exactly with those (bench "
+                                  "validate warns: cells of the same teacher record different labels). Run them on a "
+                                  "machine of the same kind, or with its teacher cache (--cache-dir)"))
+    if refuse and said:
+        raise BenchError(f"{refuse} adds seeds to the cells its looks have read, so it does not replace them or pair new "
+                         f"ones through another teacher: {'; '.join(text for _, text in said)}. Resume with the packages "
+                         "and on the kind of CPU the cells record (extra-seeds/README.md), or run those seeds with bench "
+                         "run, which goes on after saying this, then compare")
+    for tag, text in said:
+        print(f"{tag} {text}", file=sys.stderr)

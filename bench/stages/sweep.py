@@ -73,7 +73,7 @@ def run_jobs(settings: RunSettings, jobs: int) -> list:
     from bench.stages.pipeline import run
 
     executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
-    announce(settings, executor.threads if executor is not None else None)
+    announce(settings, cell_threads(jobs))
     if executor is not None and len(settings.cells) > 1:
         print(f"[run] {len(settings.cells)} cells, up to {jobs} at a time in worker processes with {executor.threads} "
               "torch thread(s) each (--jobs 1: one after another in this process)", file=sys.stderr)
@@ -83,6 +83,13 @@ def run_jobs(settings: RunSettings, jobs: int) -> list:
 
         torch.set_num_threads(executor.threads)
     return run(settings)
+
+
+def cell_threads(jobs: int) -> int | None:
+    """Each cell's torch threads when run_jobs runs ``jobs`` cells at once (None: this process's, one job)."""
+    from bench.stages.executors import make_executor
+
+    return make_executor("processes", jobs=jobs).threads if jobs > 1 else None
 
 
 def run_parallel(settings: RunSettings, runner: Executor) -> list:
