@@ -50,7 +50,8 @@ zoo() {    # every other built-in method at the protocol's seeds, with v1's refe
 decide() { # paired comparisons against naive until decided or within +-1 point (sequential boundaries); naive's
            # replicates from the aa stage are each run's control from 5 seeds on, and grow with the comparison
   for method in ceiling confidence anchor_lam=1.0_layers=last anchor_lam=0.1_layers=last anchor_lam=10.0_layers=last; do
-    bench compare "$method" naive --out "$OUT" --until-decided --budget "${BUDGET:-2}"
+    bench compare "$method" naive --out "$OUT" --until-decided --budget "${BUDGET:-2}" ||
+      echo "not grown (above: why): $method" >&2   # refused here (bench.stages.resume): the next one may grow
   done
 }
 
@@ -60,7 +61,8 @@ top3() {   # TOP3="SLUG1 SLUG2 SLUG3": the zoo's three best rows by NTS at the p
   [ -n "${TOP3:-}" ] || { echo "top3: set TOP3 to the zoo's three best folder names (bench report --out $OUT)" >&2; exit 2; }
   # shellcheck disable=SC2086
   for method in $TOP3; do
-    bench compare "$method" naive --out "$OUT" --until-decided --budget "${BUDGET:-2}" --fresh-from 3
+    bench compare "$method" naive --out "$OUT" --until-decided --budget "${BUDGET:-2}" --fresh-from 3 ||
+      echo "not grown (above: why): $method" >&2
   done
 }
 

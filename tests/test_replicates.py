@@ -208,14 +208,17 @@ def test_until_decided_neither_replaces_its_cells_nor_pairs_across_cpu_kernels(t
     edit(lambda r: r["environment"]["cpu"].update(torch_capability="AVX9"))
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "bench compare --until-decided adds seeds to the cells its looks have read" in err
-    assert "were made with AVX9 CPU kernels" in err and "run those seeds with bench run" in err
+    assert "bench compare --until-decided grows a comparison on the cells its looks have read, so it stops here " \
+        "with nothing run: the folder's cells of length's next seeds were made with other CPU kernels (AVX9 CPU " \
+        "kernels there, " in err and "seed 2 " in err and "grow it on a machine whose torch uses the kernels" in err
+    assert "resume from the commit" not in err
     assert not (group / "length" / "seed2").exists()   # refused before any side ran
 
     edit(lambda r: r["environment"]["cpu"].pop("torch_capability") and r.update(cell_key="0" * 24))
     assert main(args) == 2
     err = capsys.readouterr().err
     assert f"{len(naive_seed2)} finished cell(s) of naive" in err
-    assert "so they are run again and replaced: seed 2" in err and "AVX9" not in err
+    assert "have another key than this run would give them (its code or settings differ" in err
+    assert "resume from the commit, packages" in err and "AVX9" not in err and "run again" not in err
     assert not (group / "length" / "seed2").exists()
     assert [json.loads(p.read_text())["cell_key"] for p in naive_seed2] == ["0" * 24] * len(naive_seed2)

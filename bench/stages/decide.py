@@ -77,12 +77,12 @@ def first_result(out: Path, slug: str):
 def run_seeds(sides: list, seeds: list[int], jobs: int) -> None:
     """Every side's cells of ``seeds`` on every source. Each side is checked first (bench.stages.resume: no finished
     cell replaced, none added beside cells of other CPU kernels), so a refusal leaves all of them unrun."""
-    from bench.stages.resume import announce
+    from bench.stages.resume import findings, refuse_to_mix
     from bench.stages.sweep import cell_threads, run_jobs
 
     batches = [settings.replace(seeds=tuple(seeds), sources=settings.protocol.datasets) for settings in sides]
-    for settings in batches:
-        announce(settings, cell_threads(jobs), refuse="bench compare --until-decided")
+    refuse_to_mix("bench compare --until-decided",
+                  [found for settings in batches for found in findings(settings, cell_threads(jobs))])
     for settings in batches:
         run_jobs(settings, jobs)
 

@@ -11,12 +11,16 @@ trained again, where the cache does not hold it, gives labels that differ in the
 kind of CPU. Cells run here then pair with the folder's cells of the same seed and source through a
 teacher that is not bit-identical to theirs, and ``bench validate`` warns that cells of the same teacher
 record different labels. Measured: docs/reliability.md, "CPU kernels".
+
+``bench run`` and ``bench sweep`` say both and go on (``announce``). ``bench compare --until-decided`` stops
+instead (``refuse_to_mix``): its earlier looks read those cells, and its pairs must share one teacher.
 """
 from __future__ import annotations
 
 import json
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.core.errors import BenchError
@@ -60,62 +64,107 @@ def _finished(folder: Path) -> dict | None:
     return record if isinstance(record, dict) and isinstance(record.get("environment"), dict) else None
 
 
-def announce(settings: RunSettings, threads: int | None, refuse: str | None = None) -> None:
-    """Print, before any work, the finished cells of this run whose key is not the one it would give them
-    (they are run again), grouped by why, and where the folder's cells of the seeds and sources it runs were
-    made on another kind of CPU than this one. ``threads``: each cell's torch threads, which are in its key
-    (None: this process's). ``refuse``: the command, which then stops (BenchError) instead, naming both: a
-    comparison grown seed by seed (bench compare --until-decided) must neither replace the cells its earlier
-    looks read nor pair new ones through a teacher that is not bit-identical to their own."""
+@dataclass(frozen=True)
+class Finding:
+    """What a run over a folder would do to its cells: run finished ones again (``rerun``: their key differs,
+    ``why``), or add cells beside ones made with other CPU kernels (``kernels``: ``why`` names both kinds)."""
+    kind: str
+    run: str
+    group: Path
+    why: str
+    cells: tuple[str, ...]   # "seed S SOURCE"
+
+    def named(self) -> str:
+        more = f" and {len(self.cells) - SHOWN} more" if len(self.cells) > SHOWN else ""
+        return ", ".join(self.cells[:SHOWN]) + more
+
+
+def findings(settings: RunSettings, threads: int | None) -> list[Finding]:
+    """The finished cells of this run whose key is not the one it would give them, grouped by why, and the
+    cells of the seeds and sources it runs that the folder holds from another kind of CPU than this one (any
+    run's). ``threads``: each cell's torch threads, which are in its key (None: this process's)."""
     import torch
 
     from bench.core.cache import Cache
-    from bench.core.distributed import is_main_process
     from bench.core.env import environment
     from bench.stages.context import RunContext
     from bench.stages.pipeline import cell_folders, checked_method, run_slug
 
-    if not is_main_process():
-        return
     before = torch.get_num_threads()
     torch.set_num_threads(threads or before)
     try:
         method = checked_method(settings)
         ctx = RunContext(settings, method, Cache(settings.cache_dir))
         folders = cell_folders(settings, method)
-        here, todo, stale = environment(), set(), {}
+        here, todo, stale = environment(), [], {}
         for (seed, source), folder in folders.items():
             done = None if settings.force else _finished(folder)
             if done is not None and done.get("cell_key") == ctx.cell_key(source, seed):
                 continue   # reused as it is
-            todo.add((seed, source))
+            todo.append((seed, source))
             if done is not None:
                 stale.setdefault(why_rerun(done["environment"], here), []).append(f"seed {seed} {source}")
     finally:
         torch.set_num_threads(before)
+    name = run_slug(settings, method)
     group = settings.out / settings.protocol.name / settings.models.name
-    said = []
-    for why, cells in stale.items():
-        more = f" and {len(cells) - SHOWN} more" if len(cells) > SHOWN else ""
-        said.append(("[rerun]", f"{len(cells)} finished cell(s) of {run_slug(settings, method)} in {group} have another "
-                                f"key ({why}), so they are run again and replaced: {', '.join(cells[:SHOWN])}{more}"))
+    found = [Finding("rerun", name, group, why, tuple(cells)) for why, cells in stale.items()]
     kernels = _recorded(here, ("cpu", "torch_capability"))
     runs = [run.name for run in group.iterdir() if run.is_dir()] if group.is_dir() else []
-    made = (_finished(cell_dir(settings.out, settings.protocol.name, settings.models.name, run, *cell))
-            for cell in todo for run in runs)   # the same cell of every run in the folder
-    other = sorted({str(kind) for cell in made if cell is not None
-                    and (kind := _recorded(cell["environment"], ("cpu", "torch_capability"))) not in (None, kernels)})
+    other: dict[tuple[int, str], set[str]] = {}
+    for cell in todo:   # the same cell of every run in the folder
+        for run in runs:
+            made = _finished(cell_dir(settings.out, settings.protocol.name, settings.models.name, run, *cell))
+            kind = _recorded(made["environment"], ("cpu", "torch_capability")) if made else None
+            if kind not in (None, kernels):
+                other.setdefault(cell, set()).add(str(kind))
     if other:
-        said.append(("[warning]", f"cells in {group} of the seeds and sources this run adds were made with "
-                                  f"{', '.join(other)} CPU kernels, this machine's torch uses {kernels}: where the teacher "
-                                  "cache does not hold their teacher, it is trained again here with labels that differ in "
-                                  "their last bits, so the cells this run adds do not pair bit-exactly with those (bench "
-                                  "validate warns: cells of the same teacher record different labels). Run them on a "
-                                  "machine of the same kind, or with its teacher cache (--cache-dir)"))
-    if refuse and said:
-        raise BenchError(f"{refuse} adds seeds to the cells its looks have read, so it does not replace them or pair new "
-                         f"ones through another teacher: {'; '.join(text for _, text in said)}. Resume with the packages "
-                         "and on the kind of CPU the cells record (extra-seeds/README.md), or run those seeds with bench "
-                         "run, which goes on after saying this, then compare")
-    for tag, text in said:
-        print(f"{tag} {text}", file=sys.stderr)
+        kinds = ", ".join(sorted(set().union(*other.values())))
+        found.append(Finding("kernels", name, group, f"{kinds} CPU kernels there, {kernels} here",
+                             tuple(f"seed {seed} {source}" for seed, source in sorted(other))))
+    return found
+
+
+def announce(settings: RunSettings, threads: int | None) -> None:
+    """Print, before any work, what ``findings`` says: the finished cells that are run again and replaced,
+    and a warning where the cells added do not pair bit-exactly with the folder's."""
+    from bench.core.distributed import is_main_process
+
+    if not is_main_process():
+        return
+    for found in findings(settings, threads):
+        if found.kind == "rerun":
+            print(f"[rerun] {len(found.cells)} finished cell(s) of {found.run} in {found.group} have another key "
+                  f"({found.why}), so they are run again and replaced: {found.named()}", file=sys.stderr)
+        else:
+            print(f"[warning] cells in {found.group} of the seeds and sources this run adds were made with other CPU "
+                  f"kernels ({found.why}: {found.named()}): where the teacher cache does not hold their teacher, it is "
+                  "trained again here with labels that differ in their last bits, so the cells this run adds do not "
+                  "pair bit-exactly with those (bench validate warns: cells of the same teacher record different "
+                  "labels). Run them on a machine of the same kind, or with its teacher cache (--cache-dir)",
+                  file=sys.stderr)
+
+
+def refuse_to_mix(command: str, found: list[Finding]) -> None:
+    """Stop ``command``, which grows a comparison on cells its earlier looks have read (bench compare
+    --until-decided), where it would replace any of them or pair new cells with them through a teacher that is
+    not bit-identical to theirs; each problem is named with its fix."""
+    if not found:
+        return
+    said, fixes = [], []
+    for each in found:
+        if each.kind == "rerun":
+            said.append(f"{len(each.cells)} finished cell(s) of {each.run} have another key than this run would give "
+                        f"them ({each.why}): {each.named()}")
+        else:
+            said.append(f"the folder's cells of {each.run}'s next seeds were made with other CPU kernels ({each.why}), "
+                        f"so their teachers would be trained again with labels that differ in their last bits: "
+                        f"{each.named()}")
+    if any(each.kind == "rerun" for each in found):
+        fixes.append("resume from the commit, packages (pip install transformers==VERSION) and torch threads (--jobs, "
+                     "OMP_NUM_THREADS) that the cells record (environment in result.json)")
+    if any(each.kind == "kernels" for each in found):
+        fixes.append("grow it on a machine whose torch uses the kernels they record; here, a comparison grows only "
+                     "where its next seeds are new to the folder (or in another --out)")
+    raise BenchError(f"{command} grows a comparison on the cells its looks have read, so it stops here with nothing "
+                     f"run: {'; '.join(said)}. To go on, {', and '.join(fixes)}")
