@@ -76,7 +76,7 @@ def test_compare_across_model_pairs_needs_one_protocol_one_set_of_cells_and_one_
               ("x", "one-seed"): synthetic_cells("naive", seeds=(0,)),
               ("x", "other-pairs"): synthetic_cells("naive", pair_ids=[f"q{i}" for i in range(8)]),
               ("y", "gce-only"): synthetic_cells("gce")}
-    monkeypatch.setattr(compare, "cells_under", lambda *roots: groups)
+    monkeypatch.setattr(compare, "cells_under", lambda *roots, methods=None: groups)
 
     def refused(a: str, b: str) -> str:
         with pytest.raises(BenchError) as error:
@@ -154,3 +154,24 @@ def test_a_method_is_found_by_its_registered_name_never_by_parsing_its_slug():
     assert holds(cells, "my_method") and not holds(mine, "my")
     with pytest.raises(BenchError, match="'my_method_alpha' is not in these results"):
         resolve(cells, "my_method_alpha")
+
+
+def test_a_comparison_reads_and_recomputes_only_its_runs_cells(monkeypatch):
+    """board_for with names reads the cells of those runs (and the baseline's replicates), not the whole folder's:
+    every other cell is left after its result.json, before its scores are read and recomputed. The board is the
+    one a whole read gives."""
+    from bench.core import compare, results
+
+    checked = []
+    recompute = results.recompute
+    monkeypatch.setattr(results, "recompute", lambda result, *a: checked.append(result.method.name) or
+                        recompute(result, *a))
+    board, names = board_for(SUBMISSIONS, ["gce", "naive"])
+    assert names == ["gce_exponent=0.7", "naive"] and set(checked) == {"gce", "naive"}
+    assert len(checked) == 2 * len(board.seeds) * 6 and board.methods == tuple(names)
+    groups = compare.cells_under(SUBMISSIONS)
+    assert len(set(checked)) < len({c.method for cells in groups.values() for c in cells})
+    whole = compare.Board([c for cells in groups.values() for c in cells if c.method in names])
+    assert whole.compare(*names).deltas == board.compare(*names).deltas
+    assert compare.run_methods(["naive#1", "anchor_lam=1.0_layers=last", "gce"]) == \
+        ["naive", "anchor_lam=1.0_layers=last", "gce"]

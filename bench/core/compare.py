@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -61,21 +61,34 @@ def interval_text(low: float, high: float) -> str:
     return f"[{fmt(low, signed=True)}, {fmt(high, signed=True)}]"
 
 
-def cells_under(*roots: Path) -> dict[tuple[str, str], list[Cell]]:
+def cells_under(*roots: Path, methods: Sequence[str] | None = None) -> dict[tuple[str, str], list[Cell]]:
     """Every finished cell under results or submissions folders with its per-pair correctness,
     grouped by (protocol, model pair): only cells of one group can be compared. Several folders add up
-    (the reference seeds in submissions/ and more seeds of the same methods elsewhere)."""
+    (the reference seeds in submissions/ and more seeds of the same methods elsewhere). ``methods``: only
+    the cells of these (a slug or a bare method name, as ``resolve`` takes them, with their replicates), the
+    others left unread: a comparison of two runs then reads their cells, not a whole folder's."""
     from bench.core.result_schema import RESULT_FILE
-    from bench.core.results import read_cell_files
+    from bench.core.results import params_slug, read_cell_files
 
+    wanted = None if methods is None else set(methods)
+    keep = None if wanted is None else \
+        (lambda r: r.method.name in wanted or params_slug(r.method.name, r.method.params) in wanted)
     groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
     for path in sorted(p for root in roots for p in Path(root).rglob(RESULT_FILE)):
-        found = read_cell_files(path.parent)
+        found = read_cell_files(path.parent, keep)
         if found is not None:
             result = found.result
             groups[result.protocol.name, result.models["name"]].append(
                 cell_from_scores(result, found.rows, str(path.parent), found.candidates))
     return groups
+
+
+def run_methods(names: Iterable[str]) -> list[str]:
+    """What ``cells_under`` reads for runs named as ``resolve`` takes them: a replicate's (``naive#1``) is its
+    method's slug (``naive``), whose replicates it reads too."""
+    from bench.core.results import replicate_of
+
+    return [name.rpartition("#")[0] if replicate_of(name) else name for name in names]
 
 
 def folders(root: Path | Sequence[Path]) -> list[Path]:
@@ -269,7 +282,7 @@ def board_across_pairs(root: Path | Sequence[Path], names: list[str], metric: st
     must judge every test pair alike on both sides, else the difference would mix two teachers' errors
     into the students'."""
     roots = folders(root)
-    groups = cells_under(*roots)
+    groups = cells_under(*roots, methods=run_methods(split_pair(n)[0] for n in names))
     (pa, a, cells_a), (pb, b, cells_b) = (one_side(groups, roots, n) for n in names)
     if pa != pb:
         raise BenchError(f"{a} is on protocol {pa} and {b} on {pb}: a paired comparison needs the same test pairs; "
@@ -312,7 +325,7 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metri
             raise BenchError("--fresh-from compares the methods of one model pair; leave out @PAIR")
         return board_across_pairs(root, names, metric)
     roots = folders(root)
-    groups = cells_under(*roots)
+    groups = cells_under(*roots, methods=run_methods(names) if names else None)
     if names:
         groups = {k: v for k, v in groups.items() if all(holds(v, n) for n in names)}
     if not groups:

@@ -21,7 +21,7 @@ import re
 import zlib
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
 from pydantic import ValidationError
 
@@ -108,15 +108,18 @@ def _recorded(folder: Path, record: ScoresFile | None, name: str) -> list[dict[s
     return read_csv_gz(path)
 
 
-def read_cell_files(folder: Path) -> CellFiles | None:
+def read_cell_files(folder: Path, keep: Callable[[CellResult], bool] | None = None) -> CellFiles | None:
     """The cell's result and score rows if it is finished: its result.json loads, its score files are the
     ones it records, and every number recomputes from those scores (an edited result.json is not a
-    finished cell). Else None."""
+    finished cell). Else None. ``keep``: None too for a result it rejects, before any score file is read
+    (a comparison of two runs need not read and recompute a whole folder's cells)."""
     try:
         data = json.loads((Path(folder) / RESULT_FILE).read_text())
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
             return None
         result = read_result(data)
+        if keep is not None and not keep(result):
+            return None
         rows = _recorded(folder, result.scores_file, SCORES_FILE)
         candidates = _recorded(folder, result.candidates_file, CANDIDATES_FILE) if result.candidates_file else None
         if rows is None or (result.candidates_file is not None and candidates is None):

@@ -64,13 +64,15 @@ def first_result(out: Path, slug: str):
     """A finished cell of the run named ``slug`` (bench.core.results.replicate_slug) under ``out`` (which
     ``board_for`` has checked holds one protocol x model pair)."""
     from bench.core.result_schema import RESULT_FILE
-    from bench.core.results import load_cell, params_slug, replicate_slug
+    from bench.core.results import params_slug, read_cell_files, replicate_slug
+
+    def named(result) -> bool:   # read before its scores: only the run's own cells are recomputed
+        return replicate_slug(params_slug(result.method.name, result.method.params), result.replicate) == slug
 
     for path in sorted(Path(out).rglob(RESULT_FILE)):
-        result = load_cell(path.parent)
-        if result is not None and \
-                replicate_slug(params_slug(result.method.name, result.method.params), result.replicate) == slug:
-            return result
+        found = read_cell_files(path.parent, named)
+        if found is not None:
+            return found.result
     raise BenchError(f"no finished cell of {slug} under {out}")
 
 
