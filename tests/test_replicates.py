@@ -52,12 +52,17 @@ def test_a_replicate_trains_a_new_student_on_the_same_teacher(tmp_path, small_pr
         first.metrics[protocol.targets_of(protocol.datasets[0])[0]].nts
 
 
-def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_protocol, registered_small):
+def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, monkeypatch, small_protocol,
+                                                       registered_small):
     """bench compare --until-decided on a protocol seeded per source: runs whole seeds of both methods, and of the
     baseline's replicate (each run's control), until it stops, says why, and resumes (a second call runs nothing
-    more)."""
+    more). Each side's cells of the seeds it adds are checked once (bench.stages.resume), not again as it runs."""
     from bench.cli import main
     from bench.core.protocols import PROTOCOLS
+    from bench.stages import resume
+
+    checked = []
+    monkeypatch.setattr(resume, "findings", lambda settings, threads: checked.append(settings.method) or [])
 
     _, models = registered_small
     protocol = dataclasses.replace(small_protocol, name="mini-seq", seeding="per-source", looks=(2, 3), seeds=(0, 1))
@@ -78,6 +83,7 @@ def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, small_p
     for slug in ("naive", "length", "naive#1"):
         seeds = {p.name for p in (out / protocol.name / models.name / slug).iterdir()}
         assert seeds == {f"seed{s}" for s in range(looked)}
+    assert checked == ["length", "naive", "naive"] * (looked - 2)   # one check per side and look that adds a seed
     assert not (out / protocol.name / models.name / protocol.name).exists()
     from bench.stages.decide import first_result, settings_of
 
@@ -209,8 +215,8 @@ def test_until_decided_neither_replaces_its_cells_nor_pairs_across_cpu_kernels(t
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "bench compare --until-decided grows a comparison on the cells its looks have read, so it stops here " \
-        "with nothing run: the folder's cells of length's next seeds were made with other CPU kernels (AVX9 CPU " \
-        "kernels there, " in err and "seed 2 " in err and "grow it on a machine whose torch uses the kernels" in err
+        "with nothing run: the folder's cells of the next seeds of length were made with other CPU kernels (AVX9 " \
+        "CPU kernels there, " in err and "seed 2 " in err and "grow it on a machine whose torch uses the kernels" in err
     assert "resume from the commit" not in err
     assert not (group / "length" / "seed2").exists()   # refused before any side ran
 

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
+import pytest
+
+from bench.core.errors import BenchError
 from bench.core.result_schema import RESULT_FILE
 from bench.core.settings import RunSettings
-from bench.stages.resume import announce, why_rerun
+from bench.stages.resume import Finding, announce, refuse_to_mix, why_rerun
 
 
 def test_why_rerun_names_the_platform_field_that_differs_else_the_code():
@@ -54,3 +58,18 @@ def test_a_run_names_the_cells_it_replaces_and_warns_of_cells_made_with_other_cp
     [warning] = [line for line in err.splitlines() if line.startswith("[warning]")]
     assert "made with other CPU kernels (AVX9 CPU kernels there, " in warning and f": seed {seed} {source})" in warning
     assert "bench validate warns" in warning
+
+
+def test_a_refusal_names_cells_of_other_kernels_once_with_every_side_that_meets_them():
+    """The sides of a comparison (A, B, B's replicates) meet the same cells of another CPU's kernels: the refusal
+    names those cells once, with every side, and its fix once; nothing found, nothing refused."""
+    refuse_to_mix("bench compare --until-decided", [])
+    cells = ("seed 11 mini-v2/chat", "seed 11 mini-v2/cyber")
+    found = [Finding("kernels", run, Path("out"), "AVX512 CPU kernels there, AVX2 here", cells)
+             for run in ("warm_members=3", "naive", "naive#1")]
+    with pytest.raises(BenchError) as refused:
+        refuse_to_mix("bench compare --until-decided", found)
+    said = str(refused.value)
+    assert "the folder's cells of the next seeds of warm_members=3, naive, naive#1 were made with other CPU kernels " \
+        "(AVX512 CPU kernels there, AVX2 here)" in said
+    assert said.count("seed 11 mini-v2/chat, seed 11 mini-v2/cyber") == 1 and said.count("grow it on a machine") == 1

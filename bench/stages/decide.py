@@ -86,7 +86,7 @@ def run_seeds(sides: list, seeds: list[int], jobs: int) -> None:
     refuse_to_mix("bench compare --until-decided",
                   [found for settings in batches for found in findings(settings, cell_threads(jobs))])
     for settings in batches:
-        run_jobs(settings, jobs)
+        run_jobs(settings, jobs, checked=True)
 
 
 def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: float = 1.0, batch: int = 1,

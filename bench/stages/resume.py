@@ -151,19 +151,21 @@ def refuse_to_mix(command: str, found: list[Finding]) -> None:
     not bit-identical to theirs; each problem is named with its fix."""
     if not found:
         return
-    said, fixes = [], []
+    said, fixes, kernels = [], [], {}
     for each in found:
         if each.kind == "rerun":
             said.append(f"{len(each.cells)} finished cell(s) of {each.run} have another key than this run would give "
                         f"them ({each.why}): {each.named()}")
-        else:
-            said.append(f"the folder's cells of {each.run}'s next seeds were made with other CPU kernels ({each.why}), "
-                        f"so their teachers would be trained again with labels that differ in their last bits: "
-                        f"{each.named()}")
+        else:   # the sides of a comparison meet the same cells: named once, with every side that meets them
+            kernels.setdefault((each.why, each.named()), []).append(each.run)
+    for (why, named), runs in kernels.items():
+        said.append(f"the folder's cells of the next seeds of {', '.join(runs)} were made with other CPU kernels "
+                    f"({why}), so their teachers would be trained again with labels that differ in their last bits: "
+                    f"{named}")
     if any(each.kind == "rerun" for each in found):
         fixes.append("resume from the commit, packages (pip install transformers==VERSION) and torch threads (--jobs, "
                      "OMP_NUM_THREADS) that the cells record (environment in result.json)")
-    if any(each.kind == "kernels" for each in found):
+    if kernels:
         fixes.append("grow it on a machine whose torch uses the kernels they record; here, a comparison grows only "
                      "where its next seeds are new to the folder (or in another --out)")
     raise BenchError(f"{command} grows a comparison on the cells its looks have read, so it stops here with nothing "

@@ -65,15 +65,17 @@ def one_cell_runs(settings: RunSettings) -> list[RunSettings]:
     return [settings.replace(sources=(source,), seeds=(seed,)) for seed, source in settings.cells]
 
 
-def run_jobs(settings: RunSettings, jobs: int) -> list:
+def run_jobs(settings: RunSettings, jobs: int, *, checked: bool = False) -> list:
     """``settings``' cells, ``jobs`` at a time in worker processes (each with cores/jobs torch threads), or with
     one job here. One cell runs here too, with the threads a worker would have: the thread count is part of a
-    cell's and a teacher's key, so it must not change with how many cells a run holds."""
+    cell's and a teacher's key, so it must not change with how many cells a run holds. ``checked``: the caller
+    has looked at the folder's cells already (bench.stages.resume), so nothing is said of them again."""
     from bench.stages.executors import make_executor
     from bench.stages.pipeline import run
 
     executor = make_executor("processes", jobs=jobs) if jobs > 1 else None
-    announce(settings, cell_threads(jobs))
+    if not checked:
+        announce(settings, cell_threads(jobs))
     if executor is not None and len(settings.cells) > 1:
         print(f"[run] {len(settings.cells)} cells, up to {jobs} at a time in worker processes with {executor.threads} "
               "torch thread(s) each (--jobs 1: one after another in this process)", file=sys.stderr)
