@@ -13,7 +13,7 @@ import pytest
 from bench.core.errors import BenchError
 from bench.core.result_schema import RESULT_FILE
 from bench.core.settings import RunSettings
-from bench.stages.resume import Finding, announce, refuse_to_mix, why_rerun
+from bench.stages.resume import SHOWN, Finding, announce, refuse_to_mix, why_rerun
 
 
 def test_why_rerun_names_the_platform_field_that_differs_else_the_code():
@@ -73,3 +73,12 @@ def test_a_refusal_names_cells_of_other_kernels_once_with_every_side_that_meets_
     assert "the folder's cells of the next seeds of warm_members=3, naive, naive#1 were made with other CPU kernels " \
         "(AVX512 CPU kernels there, AVX2 here)" in said
     assert said.count("seed 11 mini-v2/chat, seed 11 mini-v2/cyber") == 1 and said.count("grow it on a machine") == 1
+    # sides that meet different cells are named apart, even where the cells shown (the first SHOWN) agree
+    shown = tuple(f"seed {seed} mini-v2/chat" for seed in range(10, 10 + SHOWN))
+    apart = [Finding("kernels", run, Path("out"), "AVX512 CPU kernels there, AVX2 here", shown + (last,))
+             for run, last in (("warm_members=3", "seed 30 mini-v2/chat"), ("naive", "seed 31 mini-v2/chat"))]
+    assert apart[0].named() == apart[1].named()
+    with pytest.raises(BenchError) as refused:
+        refuse_to_mix("bench compare --until-decided", apart)
+    said = str(refused.value)
+    assert "next seeds of warm_members=3 were made" in said and "next seeds of naive were made" in said

@@ -151,14 +151,14 @@ def refuse_to_mix(command: str, found: list[Finding]) -> None:
     not bit-identical to theirs; each problem is named with its fix."""
     if not found:
         return
-    said, fixes, kernels = [], [], {}
+    said, fixes, kernels = [], [], {}   # kernels: (why, cells) -> the sides that meet them and how they are shown
     for each in found:
         if each.kind == "rerun":
             said.append(f"{len(each.cells)} finished cell(s) of {each.run} have another key than this run would give "
                         f"them ({each.why}): {each.named()}")
         else:   # the sides of a comparison meet the same cells: named once, with every side that meets them
-            kernels.setdefault((each.why, each.named()), []).append(each.run)
-    for (why, named), runs in kernels.items():
+            kernels.setdefault((each.why, each.cells), (each.named(), []))[1].append(each.run)
+    for (why, _), (named, runs) in kernels.items():
         said.append(f"the folder's cells of the next seeds of {', '.join(runs)} were made with other CPU kernels "
                     f"({why}), so their teachers would be trained again with labels that differ in their last bits: "
                     f"{named}")
