@@ -32,7 +32,8 @@ def mini_tiny(board, **filters):
     return core.ranking(board, protocol="mini", models="tiny", **filters)
 
 
-NUMBER = re.compile(r"[+-]\d+\.\d|\d+\.\d|\[[+-]\d+\.\d, [+-]\d+\.\d\]|\d+|")
+END = r"[+-]\d+\.\d|[+-]0\.0\d+|[+-]\d(?:\.\d)?e-\d\d"   # an interval's end (near 0: two significant digits)
+NUMBER = re.compile(rf"[+-]\d+\.\d|\d+\.\d|\[(?:{END}), (?:{END})\]|\d+|")
 
 
 @pytest.fixture(scope="module")
@@ -187,7 +188,7 @@ def test_the_board_shows_one_number_format_with_references_pinned(reference):
     assert [r.cells[0].text for r in group.ranked] == [str(i) for i in range(1, reference_count())]  # all but the ceiling
     numbers = [cell.text for row in view.rows for cell in row.cells if cell.number]
     assert numbers and all(NUMBER.fullmatch(text) for text in numbers), [t for t in numbers if not NUMBER.fullmatch(t)]
-    assert "-0.0" not in " ".join(numbers)
+    assert not re.search(r"-0\.0(?![\de])", " ".join(numbers))   # never -0.0 (an end like -0.04 keeps its sign)
     naive = next(r for r in group.ranked if r.cells[1].text == "naive")
     assert [naive.cells[i].text for i in (3, 7, 9, 10)] == ["+2.1", "[-0.9, +4.4]", "+2.4", "+6.9"]
     assert [c.text for c in naive.cells[4:7]] == ["", "", ""]   # no Δ against itself
@@ -653,7 +654,10 @@ def test_intervals_have_one_format():
     """bench.core.compare.interval_text is the board's interval too, in bench.core.report.fmt's format: never -0.0."""
     from bench.core.compare import interval_text
 
-    assert interval_text(-0.04, 1.26) == "[+0.0, +1.3]" and interval_text(-1.25, -0.04) == "[-1.2, +0.0]"
+    assert interval_text(-1.25, 2.04) == "[-1.2, +2.0]" and interval_text(0.0, 0.04) == "[+0.0, +0.04]"
+    # an end that rounds to 0.0 keeps its sign: the interval that holds 0 and the one that does not read apart
+    assert interval_text(-0.04, 1.26) == "[-0.04, +1.3]" and interval_text(0.0031, 1.26) == "[+0.0031, +1.3]"
+    assert interval_text(-1.25, -0.04) == "[-1.2, -0.04]" and interval_text(-1.25, 0.00001) == "[-1.2, +1e-05]"
     assert interval_text(math.nan, 1.0) == ""
 
 
