@@ -144,6 +144,7 @@ def _tables(v) -> tuple[list[dict], list[dict], dict, list[dict]]:
 
 def _card(v, protocol, license: str) -> str:
     from bench.core.card import GENERATED_NOTE, protocol_card
+    from bench.core.compare import interval_text
     from bench.core.hubcard import front_matter
     from bench.core.protocols import DATASETS
     from bench.core.report import fmt, params_text
@@ -167,7 +168,7 @@ def _card(v, protocol, license: str) -> str:
     if bon:   # submission.json records no BoN intervals: bench compare --metric bon-nts computes them
         shown += [("BoN NTS", "bon_nts"), ("BoN gain OOD", "bon_gain_ood"), ("BoN gain ID", "bon_gain_id")]
     rows = "\n".join(f"| {name} | {fmt(s[k], s.get(f'{k}_sd'), signed=k in gain)} | " +
-                     (f"[{fmt(ci[k][0], signed=k in gain)}, {fmt(ci[k][1], signed=k in gain)}] |" if k in ci else " |")
+                     (f"{interval_text(*ci[k], signed=k in gain)} |" if k in ci else " |")
                      for name, k in shown)
     bon_text = (f"\nBoN (best-of-{protocol.candidates}) numbers are WRG, AOG and NTS of best-of-N accuracies: "
                 "the share "

@@ -53,16 +53,17 @@ def view(cells: list[Cell], metric: str) -> list[Cell]:
 DIFFERENCE_SPAN = {"wrg": 100.0, "aog": 100.0, "nts": 200.0}
 
 
-def interval_text(low: float, high: float) -> str:
-    """``[+1.2, +3.4]`` in the one number format (``bench.core.report.fmt``: never ``-0.0``); blank where the
-    interval does not exist (one seed). An end that rounds to 0.0 but is not 0 keeps its sign with two
-    significant digits (``[-0.02, +2.8]``), so an interval that holds 0 never reads as one that does not, nor
-    the other way round: which side of 0 an end lies on is what decides."""
+def interval_text(low: float, high: float, signed: bool = True) -> str:
+    """``[+1.2, +3.4]`` in the one number format (``bench.core.report.fmt``: never ``-0.0``; ``signed``: of a
+    gain, else ``[78.0, 84.5]``); blank where the interval does not exist (one seed). A gain's end that rounds
+    to 0.0 but is not 0 keeps its sign with two significant digits (``[-0.02, +2.8]``), so an interval that
+    holds 0 never reads as one that does not, nor the other way round: which side of 0 an end lies on is what
+    decides."""
     if math.isnan(low) or math.isnan(high):
         return ""
 
     def end(value: float) -> str:
-        return f"{value:+.2g}" if value != 0 and round(value, 1) == 0 else fmt(value, signed=True)
+        return f"{value:+.2g}" if signed and value != 0 and round(value, 1) == 0 else fmt(value, signed=signed)
 
     return f"[{end(low)}, {end(high)}]"
 

@@ -151,17 +151,17 @@ def refuse_to_mix(command: str, found: list[Finding]) -> None:
     not bit-identical to theirs; each problem is named with its fix."""
     if not found:
         return
-    said, fixes, kernels = [], [], {}   # kernels: (why, cells) -> the sides that meet them and how they are shown
+    said, fixes, kernels = [], [], {}   # kernels: (why, cells) -> the sides that meet those cells
     for each in found:
         if each.kind == "rerun":
             said.append(f"{len(each.cells)} finished cell(s) of {each.run} have another key than this run would give "
                         f"them ({each.why}): {each.named()}")
         else:   # the sides of a comparison meet the same cells: named once, with every side that meets them
-            kernels.setdefault((each.why, each.cells), (each.named(), []))[1].append(each.run)
-    for (why, _), (named, runs) in kernels.items():
-        said.append(f"the folder's cells of the next seeds of {', '.join(runs)} were made with other CPU kernels "
-                    f"({why}), so their teachers would be trained again with labels that differ in their last bits: "
-                    f"{named}")
+            kernels.setdefault((each.why, each.cells), []).append(each)
+    for (why, _), sides in kernels.items():
+        said.append(f"the folder's cells of the next seeds of {', '.join(side.run for side in sides)} were made with "
+                    f"other CPU kernels ({why}), so their teachers would be trained again with labels that differ in "
+                    f"their last bits: {sides[0].named()}")
     if any(each.kind == "rerun" for each in found):
         fixes.append("resume from the commit, packages (pip install transformers==VERSION) and torch threads (--jobs, "
                      "OMP_NUM_THREADS) that the cells record (environment in result.json)")
