@@ -95,7 +95,8 @@ submit() { # each method's cells, every whole seed it holds, as its reference su
   echo "$done submissions packed"
 }
 
-platform() {   # before any run: the cells so far were made with these CPU kernels and packages (extra-seeds/README.md)
+platform() {   # before any run: seeds 0 to 9 were made with these CPU kernels and packages (extra-seeds/README.md; seeds
+               # from 10 on hold AVX2 cells, grown by bench compare, which checks each seed's kernels itself)
   local found
   found=$(python -c "import torch, transformers; print(torch.backends.cpu.get_cpu_capability(), transformers.__version__)")
   [ "$found" = "$PLAN_PLATFORM" ] || [ -n "${ANY_PLATFORM:-}" ] || {

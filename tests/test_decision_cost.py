@@ -30,3 +30,26 @@ def test_the_cost_is_every_run_of_the_method_teacher_stages_left_out(capsys):
 def test_no_cells_is_an_error_that_names_the_folder(tmp_path, capsys):
     assert decision_cost.main([str(tmp_path)]) == 1
     assert str(tmp_path) in capsys.readouterr().err
+
+
+def test_seeds_count_only_the_runs_of_those_seeds(capsys):
+    """naive's committed v2 cells at seeds 3 to 5 (a fresh comparison's first three): 18 runs, summed by hand."""
+    folder = CELLS / "naive"
+    if not (folder / "seed5").is_dir():
+        pytest.skip("no committed v2 cells")
+    timers = [json.loads(p.read_text())["timings_s"] for seed in (3, 4, 5)
+              for p in sorted((folder / f"seed{seed}").rglob("result.json"))]
+    expected = sum(t["teacher_label"] + t["student_train"] + t["student_score"] + t["student_candidates"] for t in timers)
+    assert decision_cost.main([str(CELLS), "naive", "--seeds", "3", "5"]) == 0
+    row = capsys.readouterr().out.splitlines()[1].split()
+    assert row[:3] == ["naive", "18", "3"]
+    assert float(row[-1]) == pytest.approx(expected / 3600, abs=0.005)
+
+
+def test_seeds_out_of_order_or_unheld_are_errors_that_say_so(capsys):
+    with pytest.raises(SystemExit):
+        decision_cost.main([str(CELLS), "--seeds", "5", "3"])
+    assert "the first seed is after the last" in capsys.readouterr().err
+    if CELLS.is_dir():
+        assert decision_cost.main([str(CELLS), "naive", "--seeds", "900", "901"]) == 1
+        assert "at seeds 900 to 901" in capsys.readouterr().err

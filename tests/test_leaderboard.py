@@ -561,13 +561,22 @@ def test_the_verdict_reads_the_harness_rule(reference):
         assert len(names) == sum(decided[slugs[k]] == side for k in ranked["submission"])
     assert (found.better, found.worse) == ([], ["anchor (lam=10.0, layers=last)", "length", "probe"])
     assert len(found.undecided) == len(ranked) - 1 - 3   # naive is no contender of itself
+    assert len(ranked) - 1 == 24   # so n / 20 below reads 1.2
     assert found.text() == ("Decidedly better than naive: none; decidedly worse: anchor (lam=10.0, layers=last), "
                             f"length, probe; the other {len(found.undecided)} are undecided. Δ NTS vs naive is decided "
                             "when its t-interval over the seeds excludes 0 (docs/statistics.md). Each row is its own 95% "
                             f"decision, not corrected across rows: if none of these {len(ranked) - 1} differed from naive, "
-                            f"on average up to {(len(ranked) - 1) / 20:.1f} would still come out decided by chance.")
+                            "on average up to 1.2 would still come out decided by chance.")
     travel = core.verdict(reference, mini_tiny(reference, source="travel"))   # the filters scope it, as they do Δ
     assert travel.worse != found.worse or travel.undecided != found.undecided
+
+
+@pytest.mark.parametrize("rows, chance", [(23, "1.15"), (24, "1.2"), (20, "1"), (1, "0.05")])
+def test_the_chance_count_is_n_over_20_exactly(rows, chance):
+    from leaderboard.ranking import Verdict
+
+    rule = Verdict(better=[], worse=[], undecided=[f"m{i}" for i in range(rows)], seeds=3).rule()
+    assert f"if none of these {rows} differed from naive, on average up to {chance} would still" in rule
 
 
 def test_the_verdict_says_why_nothing_is_decided(board, reference):
