@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("slugs", nargs="*", help="methods by their folder names (default: all)")
     parser.add_argument("--seeds", nargs=2, type=int, metavar=("FIRST", "LAST"),
                         help="count only the runs of seeds FIRST to LAST, both included (default: every seed)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)   # method names may come after --seeds too
     first, last = args.seeds or (None, None)
     if first is not None and first > last:
         parser.error(f"--seeds {first} {last}: the first seed is after the last; give them in order")

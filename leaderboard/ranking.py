@@ -277,7 +277,7 @@ class Verdict:
             return ""
         wide = (f" {self.first_look} row{'s rest' if self.first_look > 1 else ' rests'} on the protocol's {self.seeds_min} "
                 "seeds alone: a deciding interval there is wide, so only a large difference decides; bench compare "
-                "METHOD naive --until-decided adds seeds until it is decided or known to ±1.") if self.first_look else ""
+                "METHOD naive --until-decided adds seeds until it is decided or known to ±1, or its plan ends.") if self.first_look else ""
         return (f" Rows hold different seeds: NTS, its interval and the ranks are over the {plural(self.over, 'seed')} "
                 "every submission holds; Δ NTS vs naive pairs a row's runs with naive's on the seeds \"runs\" names, and "
                 "is what decides. Where both hold more, Δ is not the difference of the NTS column, so the order of the "

@@ -40,15 +40,17 @@ def test_seeds_count_only_the_runs_of_those_seeds(capsys):
     timers = [json.loads(p.read_text())["timings_s"] for seed in (3, 4, 5)
               for p in sorted((folder / f"seed{seed}").rglob("result.json"))]
     expected = sum(t["teacher_label"] + t["student_train"] + t["student_score"] + t["student_candidates"] for t in timers)
-    assert decision_cost.main([str(CELLS), "naive", "--seeds", "3", "5"]) == 0
-    row = capsys.readouterr().out.splitlines()[1].split()
-    assert row[:3] == ["naive", "18", "3"]
-    assert float(row[-1]) == pytest.approx(expected / 3600, abs=0.005)
+    for argv in ([str(CELLS), "naive", "--seeds", "3", "5"], [str(CELLS), "--seeds", "3", "5", "naive"]):
+        assert decision_cost.main(argv) == 0
+        row = capsys.readouterr().out.splitlines()[1].split()
+        assert row[:3] == ["naive", "18", "3"]
+        assert float(row[-1]) == pytest.approx(expected / 3600, abs=0.005)
 
 
 def test_seeds_out_of_order_or_unheld_are_errors_that_say_so(capsys):
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit) as stop:
         decision_cost.main([str(CELLS), "--seeds", "5", "3"])
+    assert stop.value.code == 2
     assert "the first seed is after the last" in capsys.readouterr().err
     if CELLS.is_dir():
         assert decision_cost.main([str(CELLS), "naive", "--seeds", "900", "901"]) == 1
