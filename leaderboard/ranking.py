@@ -265,7 +265,7 @@ class Verdict:
         if self.note:
             return ""
         n = len(self.better) + len(self.worse) + len(self.undecided)
-        chance = f"{n * 5 / 100:.2f}".rstrip("0").rstrip(".")   # n / 20 exactly (23 rows: 1.15, which .1f shows as 1.1)
+        chance = f"{n / 20:g}"   # n / 20 exactly (23 rows: 1.15, which .1f shows as 1.1)
         return (f"Δ NTS vs naive is {decision_rule(self.independent)}. Each row is its own 95% decision, not "
                 f"corrected across rows: if none of these {n} differed from naive, on average up to {chance} would "
                 "still come out decided by chance." + self._fresh() + self._seeds())
