@@ -5,8 +5,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.commands.args import add_cell_arguments, add_run_arguments, parse_grid, parse_param, parse_seed
+from bench.commands.args import (
+    add_cell_arguments,
+    add_run_arguments,
+    parse_grid,
+    parse_param,
+    parse_seed,
+    results_location,
+)
 from bench.commands.board import cmd_leaderboard, cmd_submit, cmd_validate
+from bench.commands.migrate import add_parser as add_migrate_parser
+from bench.commands.migrate import cmd_migrate
 from bench.commands.read import cmd_card, cmd_compare, cmd_list, cmd_report, cmd_verify
 from bench.commands.run import cmd_evaluate, cmd_export, cmd_labels, cmd_run, cmd_sweep
 
@@ -93,7 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     card.add_argument("protocol", nargs="?", default="mini", help="protocol name (default: mini)")
 
     report = sub.add_parser("report", help="one row per method from a results folder, ranked by NTS")
-    report.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
+    report.add_argument("--out", type=results_location, default=Path("results"),
+                        help="results folder, or a Hub dataset hf://datasets/OWNER/NAME[@REVISION][/FOLDER] "
+                             "(default: ./results)")
     report.add_argument("--by", choices=["category", "source"], help="one row per method and category (or source)")
 
     compare = sub.add_parser("compare", help="method A against method B, paired: Δ NTS, AOG and WRG with intervals "
@@ -102,8 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "METHOD@PAIR names its model pair, to compare across the pairs of one protocol "
                                    "that share a teacher (naive@tiny+early-stop naive@tiny)")
     compare.add_argument("b", help="the method to compare against (e.g. naive, or naive@tiny)")
-    compare.add_argument("--out", type=Path, nargs="+", default=[Path("results")],
-                         help="a results folder, or a submissions folder (default: ./results); several add up, e.g. "
+    compare.add_argument("--out", type=results_location, nargs="+", default=[Path("results")],
+                         help="a results folder, or a submissions folder, or a Hub dataset hf://datasets/OWNER/NAME"
+                              "[@REVISION][/FOLDER] (default: ./results); several add up, e.g. "
                               "the reference seeds in submissions/mini/tiny and more seeds of the same methods")
     compare.add_argument("--by", choices=["category", "source"], help="also per category (or source)")
     compare.add_argument("--metric", choices=["nts", "bon-nts"], default="nts",
@@ -131,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="recompute every cell's accuracies and metrics from its per-pair scores")
     verify.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
 
+    add_migrate_parser(sub)
+
     submit = sub.add_parser("submit", help="turn finished results into leaderboard submissions (one per method x "
                                            "params x model pair x protocol)")
     submit.add_argument("results", nargs="+", type=Path,
@@ -140,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("--out", type=Path, default=Path("submissions"), help="submissions root (default: ./submissions)")
     submit.add_argument("--submitter", help="who submits (default: git config user.name, else the login name)")
     submit.add_argument("--force", action="store_true", help="replace submissions that already exist")
+    submit.add_argument("--folders", action="store_true",
+                        help="keep each cell as a folder of files (the layout before the compact store, which bench "
+                             "migrate converts); by default a submission keeps its cells in three Parquet tables")
     submit.add_argument("--fresh-from", type=parse_seed, metavar="SEED",
                         help="the protocol's own seeds chose these methods (e.g. the zoo's best three by NTS at "
                              "mini-v2's seeds 0 1 2): SEED is the first seed after them (3 on mini-v2), and the board "
@@ -147,11 +164,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate", help="check submissions: schema, completeness, protocol hash, and every "
                                                "number recomputed from the per-pair scores")
-    validate.add_argument("paths", nargs="+", type=Path, help="a submission folder, or a folder of them")
+    validate.add_argument("paths", nargs="+", type=results_location,
+                          help="a submission folder, or a folder of them, or a Hub dataset hf://datasets/OWNER/NAME"
+                               "[@REVISION][/FOLDER] of them")
+    validate.add_argument("--no-cache", action="store_true",
+                          help="validate every submission in full, even one whose files and checking code are unchanged "
+                               "since it was validated (by default its recorded outcome is reused: "
+                               "$SHIFTBENCH_CACHE/leaderboard, as the board's)")
 
     board = sub.add_parser("leaderboard", help="serve the leaderboard (Gradio), or write it as HTML or markdown")
-    board.add_argument("--submissions", type=Path, default=Path("submissions"),
-                       help="submissions root (default: ./submissions)")
+    board.add_argument("--submissions", type=results_location, default=Path("submissions"),
+                       help="submissions root: a folder, or a Hub dataset hf://datasets/OWNER/NAME[@REVISION][/FOLDER] "
+                            "(fetched once; docs/leaderboard.md) (default: ./submissions)")
     board.add_argument("--host", default="127.0.0.1", help="address to serve on (default: 127.0.0.1, this machine only)")
     board.add_argument("--port", type=int, default=7860, help="port (default: 7860)")
     board.add_argument("--html", type=Path, metavar="DIR", help="write a static page to DIR instead of serving")
@@ -168,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"run": cmd_run, "sweep": cmd_sweep, "labels": cmd_labels, "evaluate": cmd_evaluate, "export": cmd_export,
                 "list": cmd_list, "card": cmd_card, "report": cmd_report, "compare": cmd_compare, "verify": cmd_verify,
-                "submit": cmd_submit, "validate": cmd_validate, "leaderboard": cmd_leaderboard}[args.command](args)
+                "submit": cmd_submit, "validate": cmd_validate, "leaderboard": cmd_leaderboard,
+                "migrate": cmd_migrate}[args.command](args)
     except CellsFailedError as error:  # the run went on past these cells: exit 1, not the bad-input 2
         print(f"bench: {error}", file=sys.stderr)
         return 1

@@ -39,9 +39,9 @@ DRAW_SEED = 20261202
 
 def pool(folder: Path, method: str) -> tuple[dict, tuple[int, int] | None]:
     """{(seed, source): [NTS of each replicate]} for the runs of ``method`` and its replicates, and the looks."""
-    from bench.core.result_schema import RESULT_FILE
+    from bench.core.store import cell_folders
 
-    cells = load_cells(sorted(p.parent for p in folder.rglob(RESULT_FILE)))
+    cells = load_cells(cell_folders(folder))
     runs: dict[tuple[int, str], list[float]] = defaultdict(list)
     looks = None
     for cell in cells:

@@ -41,10 +41,10 @@ BASELINE = "naive"
 
 def values(folders: list[Path], metric: str) -> dict[str, dict[tuple[int, str], float]]:
     """{run name (slug, replicates as naive#R): {(seed, source): the cell's metric}}."""
-    from bench.core.result_schema import RESULT_FILE
+    from bench.core.store import cell_folders
 
     found: dict[str, dict[tuple[int, str], float]] = defaultdict(dict)
-    for cell in load_cells(sorted(p.parent for f in folders for p in f.rglob(RESULT_FILE))):
+    for cell in load_cells([c for f in folders for c in cell_folders(f)]):
         if not cell.independent:
             raise SystemExit(f"{cell.method} seed {cell.seed} {cell.source} is on a protocol whose sources share "
                              "their seeds: its runs are not independent")

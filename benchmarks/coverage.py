@@ -36,11 +36,11 @@ DRAW_SEED = 20261202
 
 def paired(folder: Path, method: str, baseline: str, metric: str) -> tuple[dict, tuple[int, int] | None]:
     """{source: {seed: A - B}} over the cells both runs hold, and the protocol's looks."""
-    from bench.core.result_schema import RESULT_FILE
+    from bench.core.store import cell_folders
 
     value: dict[tuple[str, int, str], float] = {}
     looks = None
-    for cell in load_cells(sorted(p.parent for p in folder.rglob(RESULT_FILE))):
+    for cell in load_cells(cell_folders(folder)):
         if cell.method in (method, baseline):
             if not cell.independent:
                 raise SystemExit(f"{folder}: {cell.method} seed {cell.seed} {cell.source} is on a protocol whose "

@@ -22,15 +22,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.core.cells import correctness  # noqa: E402
-from bench.core.result_schema import RESULT_FILE  # noqa: E402
 from bench.core.results import params_slug, read_cell, replicate_slug  # noqa: E402
+from bench.core.store import cell_folders  # noqa: E402
 
 
 def cells(root: Path) -> dict[tuple, tuple]:
     """(protocol, pair, method slug, seed, source) -> (result, scores as {(eval set, pair id): 4 floats})."""
     found = {}
-    for path in sorted(Path(root).rglob(RESULT_FILE)):
-        read = read_cell(path.parent)
+    for folder in cell_folders(root):
+        read = read_cell(folder)
         if read is None:
             continue
         result, rows = read
@@ -38,7 +38,7 @@ def cells(root: Path) -> dict[tuple, tuple]:
                replicate_slug(params_slug(result.method.name, result.method.params), result.replicate),
                result.seed, result.source)
         if key in found:
-            raise SystemExit(f"{root} holds the cell {key} twice (e.g. {path.parent}): point at one run of it")
+            raise SystemExit(f"{root} holds the cell {key} twice (e.g. {folder}): point at one run of it")
         found[key] = result, {(r["eval_set"], r["pair_id"]): np.array([float(r[c]) for c in (
             "teacher_chosen", "teacher_rejected", "student_chosen", "student_rejected")]) for r in rows}
     return found

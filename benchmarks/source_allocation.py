@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.core.cells import load_cells  # noqa: E402
-from bench.core.result_schema import RESULT_FILE  # noqa: E402
 from bench.core.runs import cell_value  # noqa: E402
+from bench.core.store import cell_folders  # noqa: E402
 
 
 def neyman_share(sd: np.ndarray) -> float:
@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--metric", default="nts")
     parser.add_argument("--allocate-by", metavar="METHOD", help="also the share under METHOD's allocation")
     args = parser.parse_args()
-    folders = [p.parent for root in args.roots for p in sorted(root.rglob(RESULT_FILE))]
+    folders = [c for root in args.roots for c in cell_folders(root)]
     values: dict[str, dict[tuple[int, str], float]] = defaultdict(dict)
     for cell in load_cells(folders):
         values[cell.method][cell.seed, cell.source] = cell_value(cell, args.metric)

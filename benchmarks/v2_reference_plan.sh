@@ -66,11 +66,14 @@ top3() {   # TOP3="SLUG1 SLUG2 SLUG3": the zoo's three best rows by NTS at the p
   done
 }
 
-store() {  # the finished cells into extra-seeds/, which is committed, so the next session resumes from them
+store() {  # the finished cells into extra-seeds/, which is committed, so the next session resumes from them:
+           # as compact stores (bench migrate), each cell that a submission already holds kept there only
+  bench migrate extra-seeds/mini-v2 --unpack extra-seeds/mini-v2   # in place: the stores back into cell folders
   (cd "$OUT" && find mini-v2 -name result.json) | while read -r f; do
     d=$(dirname "$f"); mkdir -p "extra-seeds/$d"
     cp "$OUT/$d/result.json" "$OUT/$d/scores.csv.gz" "$OUT/$d/candidates.csv.gz" "extra-seeds/$d/"
   done
+  bench migrate extra-seeds/mini-v2 --refer-to submissions/mini-v2
 }
 
 submit() { # each method's cells, every whole seed it holds, as its reference submission (replacing an older

@@ -1,7 +1,7 @@
 """The ShiftBench leaderboard, one job per module:
 
-- ``board``: load and validate the submissions (``cache`` keeps each one's outcome by its files'
-  checksums), their cells, groups (protocol x model pair), filters and decisions (``bench.core.compare``'s);
+- ``board``: load and validate the submissions (bench.submissions.record keeps each one's outcome by its
+  files' checksums), their cells, groups (protocol x model pair), filters and decisions (``bench.core.compare``'s);
 - ``ranking``: a group's ranking table and its verdict in one line;
 - ``columns``: the columns, their definitions, the one number format, the view every renderer shows;
 - ``links``: paper and source-code links;  ``context``: what was run, in words;

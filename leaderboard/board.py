@@ -1,4 +1,4 @@
-"""The board's data: every submission under a folder, validated (``leaderboard.cache``), as one row per
+"""The board's data: every submission under a folder, validated (``bench.submissions.record``), as one row per
 submission x seed x source -> target cell, its groups (protocol x model pair: only runs of one group are
 compared) and the filters that narrow the cells behind every number.
 
@@ -261,8 +261,8 @@ def load_board(root: Path, protocols: Mapping | None = None, model_pairs: Mappin
                cache_dir: Path | None = None) -> Board:
     """Validate every submission under ``root`` (``protocols`` / ``model_pairs`` add specs to the
     registries), reusing the stored outcome of each submission whose files did not change
-    (``leaderboard.cache``; ``cache_dir`` defaults to $SHIFTBENCH_CACHE/leaderboard)."""
-    from leaderboard.cache import validate_tree
+    (``bench.submissions.record``; ``cache_dir`` defaults to $SHIFTBENCH_CACHE/leaderboard)."""
+    from bench.submissions.record import validate_tree
 
     validations = validate_tree(Path(root), protocols, model_pairs, cache_dir) if Path(root).is_dir() else []
     return Board(Path(root), validations, teacher_conflicts(validations))

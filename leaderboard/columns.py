@@ -55,7 +55,9 @@ BOARD_COLUMNS = [
            "pair; 'ref' marks a reference row (teacher, ceiling), '–' a submission that does not validate",
            False, True),
     Column("method", "The W2S method; the link opens its paper, 'code' its source file ('code changed': this "
-           "checkout's file is not the one the submission ran)", False, True),
+           "checkout's file runs other code than the submission ran, not only other docstrings, comments or "
+           "formatting; 'file changed': it is another file, and the submission, recorded before code digests, "
+           "cannot tell whether its code changed)", False, True),
     Column("params", "The method's parameters", False, True),
     Column("NTS", "Net transfer score, in accuracy points: AOG − max(0, Acc_teacher(S) − Acc_student(S)), mean over "
            "every source S → target T cell and the seeds every submission of the group holds. The ranking's key", True, True),

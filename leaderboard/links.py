@@ -1,5 +1,5 @@
 """Where a method's row links: its paper (only addresses listed here, never one a submission's text
-names) and, for a built-in method, its source file on this machine, saying whether that file is the
+names) and, for a built-in method, its source file on this machine, saying whether that file runs the
 code the submission ran."""
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from bench.core.versions import DIGEST_SCHEME, code_digest
 
 ANCHOR_PAPER = "When In-Distribution Gains Fail: Evaluating Weak-to-Strong Reward Models under Preference Shift"
 # Papers the methods record, by their title, and where to read them (arXiv). A paper not listed here
@@ -49,28 +51,49 @@ class MethodCode:
     module: str
     path: Path
     url: str
-    changed: bool     # this checkout's file is not the one the submission ran (another sha256)
-    note: str         # the same in words, for the link's title
+    changed: bool     # this checkout's file may not run the code the submission ran (the badge is marked)
+    note: str         # why, in words, for the link's title
+    badge: str        # "code"; "code changed": another code digest; "file changed": another sha256, recorded
+                      # before code digests, so whether its code changed is not known
 
 
-def method_code(module: str, recorded_sha256: str | None) -> MethodCode | None:
+def method_code(module: str, recorded_sha256: str | None, recorded_digest: str | None = None,
+                scheme: int | None = None) -> MethodCode | None:
     """The source of a built-in method module (``methods.anchor``) on this machine; None for anything
-    else (a method file or a package is not ours to serve)."""
+    else (a method file or a package is not ours to serve). Whether it runs the code the submission ran:
+    the same file (``recorded_sha256``, of its bytes) does; else its ``recorded_digest`` (of its code, under
+    digest ``scheme``) decides, where it was made under this checkout's scheme. A submission recorded before
+    code digests has only the file's sha256, and a docstring edit changes that as much as a loss does, so
+    its badge says the file changed, not its code."""
     if not re.fullmatch(r"methods\.[A-Za-z_][A-Za-z0-9_]*", module or ""):
         return None
     spec = importlib.util.find_spec(module)
     if spec is None or not spec.origin or not Path(spec.origin).is_file():
         return None
     path = Path(spec.origin)
-    changed = hashlib.sha256(path.read_bytes()).hexdigest() != recorded_sha256
-    note = (f"this checkout's {path.name} has changed since the run: the submission ran a version with sha256 "
-            f"{str(recorded_sha256)[:12]}… (its git commit is in the submission's code_version)" if changed
-            else "the code this submission ran (same sha256)")
-    return MethodCode(module, path, f"code/{path.name}.txt", changed, note)
+    raw = path.read_bytes()
+    ran = (f"the submission ran a version with sha256 {str(recorded_sha256)[:12]}… (its git commit is in the "
+           "submission's code_version)")
+    if hashlib.sha256(raw).hexdigest() == recorded_sha256:
+        changed, badge, note = False, "code", "the code this submission ran (same sha256)"
+    elif recorded_digest is not None and scheme == DIGEST_SCHEME:
+        changed = code_digest(raw) != recorded_digest
+        badge = "code changed" if changed else "code"
+        note = (f"this checkout's {path.name} has changed since the run, in code, not only in docstrings, comments "
+                f"or formatting: {ran}" if changed else
+                f"the code this submission ran: this checkout's {path.name} differs from its file only in docstrings, "
+                "comments or formatting (same code digest)")
+    else:
+        changed, badge = True, "file changed"
+        note = (f"this checkout's {path.name} has changed since the run: {ran}. The run recorded no code digest "
+                "this checkout can compare (one recorded before code digests has the file's sha256 only), so a "
+                "docstring, comment or formatting edit shows here as much as a change to its code")
+    return MethodCode(module, path, f"code/{path.name}.txt", changed, note, badge)
 
 
 def recorded_code(origin: object) -> MethodCode | None:
     """The source file a submission's recorded ``method.origin`` points at, when it is a built-in method."""
     if not isinstance(origin, dict) or origin.get("kind") != "built-in":
         return None
-    return method_code(str(origin.get("module", "")), origin.get("sha256"))
+    return method_code(str(origin.get("module", "")), origin.get("sha256"), origin.get("code_digest"),
+                       origin.get("digest_scheme"))

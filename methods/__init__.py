@@ -21,6 +21,7 @@ from pathlib import Path
 
 from bench.core.errors import BadParamsError, BenchError
 from bench.core.registry import Registry
+from bench.core.versions import DIGEST_SCHEME, code_digest
 from methods.api import Method, check_method_class, describe_params, parse_params
 
 ENTRY_POINT_GROUP = "bench.methods"
@@ -119,7 +120,8 @@ def load_method_file(path: str | Path) -> list[str]:
     if not classes:
         raise BenchError(f"method file {str(path)!r} defines no subclass of methods.api.Method")
     names = []
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    raw = path.read_bytes()
+    digest = hashlib.sha256(raw).hexdigest()
     for cls in classes:
         check_method_class(cls, f"method file {path}")
         if cls.name in METHODS and _PLUGIN_FILES.get(cls.name) != path.resolve():
@@ -127,7 +129,8 @@ def load_method_file(path: str | Path) -> list[str]:
         METHODS.register(cls.name, cls, replace=True)  # replaces only the same file's earlier load
         # The file's name and digest, never its folder: results and submissions record no machine path (the
         # source itself goes beside the results, method_source, and into a submission)
-        _PLUGIN_ORIGIN[cls.name] = {"kind": "file", "file": path.name, "sha256": digest}
+        _PLUGIN_ORIGIN[cls.name] = {"kind": "file", "file": path.name, "sha256": digest,
+                                    "code_digest": code_digest(raw), "digest_scheme": DIGEST_SCHEME}
         _PLUGIN_FILES[cls.name] = path.resolve()
         names.append(cls.name)
     return names
@@ -144,12 +147,17 @@ def get_method_class(name: str) -> type[Method]:
 
 
 def method_origin(cls: type[Method]) -> dict:
-    """Where a method's code came from, with a digest of its source file: goes into every result."""
+    """Where a method's code came from, with two digests of its source file: goes into every result.
+    ``sha256``, of the file's bytes, names the exact file (the copy a submission carries is checked
+    against it); ``code_digest``, of its code under ``digest_scheme`` (bench.core.versions.code_digest),
+    tells whether a later version of the file runs the same code (the board's "code changed")."""
     origin = dict(_PLUGIN_ORIGIN.get(cls.name, {"kind": "built-in"}))
     source = inspect.getsourcefile(cls)
     origin.setdefault("module", cls.__module__)
     if source and "sha256" not in origin:
-        origin["sha256"] = hashlib.sha256(Path(source).read_bytes()).hexdigest()
+        raw = Path(source).read_bytes()
+        origin.update(sha256=hashlib.sha256(raw).hexdigest(), code_digest=code_digest(raw),
+                      digest_scheme=DIGEST_SCHEME)
     return origin
 
 
@@ -164,10 +172,16 @@ def method_source(cls: type[Method]) -> bytes | None:
 
 
 def method_code(cls: type[Method]) -> str:
-    """sha256 of the source files of the method's class and of every method class it inherits from
-    (methods.api aside: it is in bench.core.versions' code versions), which goes into cell and label-stage
-    keys: a method that inherits its rule from another's file (probe-filter from probe-relabel) is
-    recomputed when that file changes, not only its own."""
+    """sha256 of the code (bench.core.versions.code_digest) of the source files of the method's class and of
+    every method class it inherits from (methods.api aside: it is in bench.core.versions' code versions), which
+    goes into cell and label-stage keys: a method that inherits its rule from another's file (probe-filter from
+    probe-relabel) is recomputed when that file's code changes, not only its own; a docstring, comment or
+    formatting edit recomputes nothing.
+
+    A method that is not built in keys its own file by its bytes instead: a submission of it carries that
+    one file (``method_source``), which every cell must have run byte for byte (bench submit refuses cells
+    of two versions of it), so an edit to it, a docstring's too, must run the cells again."""
+    carried = inspect.getsourcefile(cls) if method_source(cls) is not None else None
     files = []
     for klass in cls.__mro__:
         if isinstance(klass, type) and issubclass(klass, Method) and klass is not Method:
@@ -176,9 +190,10 @@ def method_code(cls: type[Method]) -> str:
                 files.append(source)
     if not files:   # a class without a source file (defined interactively): its origin is all there is
         return str(method_origin(cls).get("sha256"))
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"code digest scheme {DIGEST_SCHEME}\0".encode())
     for source in files:
-        digest.update(Path(source).read_bytes() + b"\0")
+        raw = Path(source).read_bytes()
+        digest.update((raw if source == carried else code_digest(raw).encode()) + b"\0")
     return digest.hexdigest()
 
 

@@ -1,13 +1,57 @@
 import dataclasses
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Every cache the suite writes by default (teachers, label stages, the validation record: $SHIFTBENCH_CACHE) goes
+# to one folder of this session, never the user's ~/.cache/shiftbench; set here, before any test module is
+# imported, and inherited by the commands tests run as subprocesses. One folder, so that what one test computes
+# (a teacher, a submission's validation) another reuses. SHIFTBENCH_TEST_CACHE names a folder to keep instead,
+# so that a developer's next run reuses them too (a cache key holds the code that decides each entry).
+_KEPT_CACHE = os.environ.get("SHIFTBENCH_TEST_CACHE")
+os.environ["SHIFTBENCH_CACHE"] = _KEPT_CACHE or tempfile.mkdtemp(prefix="shiftbench-test-cache-")
 # `bench run` with several cells runs them in worker processes by default on a CPU; the tests run them
 # here, where their output and monkeypatches are seen (tests/test_sweep_executors.py runs workers).
 os.environ.setdefault("SHIFTBENCH_JOBS", "1")
+
+
+def pytest_unconfigure(config):
+    if not _KEPT_CACHE:
+        shutil.rmtree(os.environ["SHIFTBENCH_CACHE"], ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def session_cache() -> Path:
+    """The session's cache folder ($SHIFTBENCH_CACHE, the default --cache-dir): one teacher cache for every
+    test that does not test the cache itself, so a teacher of a protocol x model pair x seed x source trains once."""
+    from bench.core.settings import default_cache_dir
+
+    return default_cache_dir()
+
+
+@pytest.fixture(scope="session")
+def committed_validations(registered_small):
+    """submissions/ of the repository, validated once per session (the suite's costliest check) through the
+    validation record of the session's cache, $SHIFTBENCH_CACHE/leaderboard (bench.submissions.record), which
+    `bench validate` and leaderboard.core.load_board read too: any later validation of the committed tree in the
+    session reads the outcomes from it. Shared: read them, never change them. The record's key holds every
+    registered protocol and model pair, so ``registered_small``'s, which stay registered once a test asks for
+    them, are registered first (the tests' other registrations are made when their modules are imported, or
+    undone after the test)."""
+    from bench.submissions.record import validate_tree
+
+    root = ROOT / "submissions"
+    found = validate_tree(root) if root.is_dir() else []
+    if not found:
+        pytest.skip("no reference submissions in submissions/")
+    return found
 
 
 @pytest.fixture(scope="session")

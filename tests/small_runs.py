@@ -36,13 +36,14 @@ def small_runs(tmp_path_factory, protocol, models, runs=RUNS) -> SmallRuns:
     """``runs`` (method, params), or (method, params, seeds) for a method run on other seeds than the protocol's, or
     (method, params, seeds, replicate) for a replicate of it, of ``protocol`` x ``models`` and their submissions, made
     once per session and protocol."""
-    from bench.core.settings import RunSettings
+    from bench.core.settings import RunSettings, default_cache_dir
     from bench.stages import pipeline
     from bench.submissions.pack import submit
 
     base = (tmp_path_factory.getbasetemp(), protocol.name)
     if base not in _made:
-        results, cache, submissions = (tmp_path_factory.mktemp(n) for n in ("sub_results", "sub_cache", "submissions"))
+        results, submissions = (tmp_path_factory.mktemp(n) for n in ("sub_results", "submissions"))
+        cache = default_cache_dir()   # the session's (tests/conftest.py): a teacher another test trained is reused
         for method, params, *seeds in runs:
             replicate = seeds[1] if len(seeds) > 1 else 0
             pipeline.run(RunSettings(protocol, models, method, params, list(protocol.datasets),
@@ -50,8 +51,9 @@ def small_runs(tmp_path_factory, protocol, models, runs=RUNS) -> SmallRuns:
                                      command=f"bench run --method {method}" + (f" --replicate {replicate}" if replicate
                                                                                else ""), replicate=replicate))
         protocols, model_pairs = {protocol.name: protocol}, {models.name: models}
+        # as folders of files, which the tests that damage a cell's file edit (tests/test_store.py: the store)
         submit([results], submissions, submitter="test suite", command="bench submit results",
-               protocols=protocols, model_pairs=model_pairs)
+               protocols=protocols, model_pairs=model_pairs, folders=True)
         _made[base] = SmallRuns(results, submissions, protocols, model_pairs)
     return _made[base]
 
@@ -138,3 +140,15 @@ def merged(tmp_path_factory, name: str, *sets) -> tuple:
         shutil.copytree(runs.submissions, root, dirs_exist_ok=True)
     return (root, {k: v for r in sets for k, v in r.protocols.items()},
             {k: v for r in sets for k, v in r.model_pairs.items()})
+
+
+def as_folders(root: Path) -> Path:
+    """Every submission under ``root`` kept in the compact store (bench.core.store) rewritten in place as cell
+    folders, the layout whose files the tests that damage a cell edit (tests/test_store.py damages a store)."""
+    from bench.core.store import CELLS, STORE_FILES, unpack
+
+    for cells in sorted(Path(root).rglob(CELLS)):
+        unpack(cells.parent, cells.parent)
+        for name in STORE_FILES:
+            (cells.parent / name).unlink()
+    return root

@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from small_runs import edit_json, first_cell, reseal
+from small_runs import as_folders, edit_json, first_cell, reseal
 
 from bench.cli import main
 from bench.core.io import sha256_file
@@ -60,6 +60,7 @@ def bench(*argv: str) -> tuple[int, str, str]:
 @dataclasses.dataclass
 class Walk:
     work: Path
+    cache: Path   # the teacher cache the walk's commands used (the session's: $SHIFTBENCH_CACHE)
     protocol: object
     models: object
     ran: list[list[str]]
@@ -82,13 +83,13 @@ class Walk:
 
 
 @pytest.fixture(scope="module")
-def walk(tmp_path_factory, registered_small):
+def walk(tmp_path_factory, registered_small, session_cache):
     protocol, models = registered_small
     work = tmp_path_factory.mktemp("byo")
     ran, outputs = [], {}
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(work)
-        mp.setenv("SHIFTBENCH_CACHE", str(work / "cache"))
+        mp.setenv("SHIFTBENCH_CACHE", str(session_cache))   # the doc's commands use the default cache: the session's
         for command in doc_commands():
             argv = on_small(shlex.split(command), protocol, models)
             if argv[0] == "hf":   # the Hub is not reachable from the tests
@@ -100,7 +101,7 @@ def walk(tmp_path_factory, registered_small):
                 assert code == 0, err
             if argv[0] == "python":
                 done = subprocess.run([sys.executable, str(ROOT / argv[1]), *argv[2:]], cwd=work, capture_output=True,
-                                      text=True, env={**os.environ, "SHIFTBENCH_CACHE": str(work / "cache")})
+                                      text=True, env={**os.environ, "SHIFTBENCH_CACHE": str(session_cache)})
                 assert done.returncode == 0, done.stderr[-3000:]
                 outputs[" ".join(argv[:2])] = done.stderr
             else:
@@ -109,7 +110,7 @@ def walk(tmp_path_factory, registered_small):
                 assert code == 0, f"{command}\n{err[-3000:]}"
                 outputs[" ".join(argv[:2])] = out
             ran.append(argv)
-    return Walk(work, protocol, models, ran, outputs)
+    return Walk(work, session_cache, protocol, models, ran, outputs)
 
 
 def test_the_walk_of_the_doc_runs_every_step(walk):
@@ -169,7 +170,7 @@ def test_evaluate_writes_external_cells_that_recompute(walk, monkeypatch):
                                                       source.replace("/", "__")).teacher["cache_key"]
         assert cell.misfit.pairs == cell.sizes["half_b"] and trained["train_loss"] > 0
     monkeypatch.chdir(walk.work)
-    monkeypatch.setenv("SHIFTBENCH_CACHE", str(walk.work / "cache"))
+    monkeypatch.setenv("SHIFTBENCH_CACHE", str(walk.cache))
     code, _, err = bench(*walk.ran[2][1:])
     assert code == 0 and err.count("[skip]") == len(walk.cells()), err   # finished cells are not scored again
 
@@ -250,7 +251,7 @@ def test_submit_names_bench_evaluate_for_missing_external_cells(walk, tmp_path):
 @pytest.fixture
 def trl_copy(walk, tmp_path):
     root = tmp_path / "subs"
-    shutil.copytree(walk.work / "submissions", root)
+    as_folders(shutil.copytree(walk.work / "submissions", root))   # the layout whose cell files these tests edit
     return root, root / walk.protocol.name / walk.models.name / STUDENT
 
 
@@ -414,7 +415,7 @@ def test_labels_of_another_cell_are_refused(walk, tmp_path):
     code, _, err = bench("evaluate", "--name", "byo", "--protocol", walk.protocol.name, "--models", walk.models.name,
                          "--source", source, "--seeds", str(seed), "--student", str(walk.student(seed, source)),
                          "--labels", str(walk.labels(seed, other)), "--out", str(tmp_path / "results"),
-                         "--cache-dir", str(walk.work / "cache"))
+                         "--cache-dir", str(walk.cache))
     assert code == 2 and f"they are the labels of {other} seed {seed}" in err
     assert not list((tmp_path / "results").rglob("result.json"))
 
@@ -472,7 +473,7 @@ def test_a_peft_adapter_on_the_pairs_strong_model(walk, tmp_path):
         adapter = get_peft_model(base, LoraConfig(task_type=TaskType.SEQ_CLS, r=4, lora_alpha=8,
                                                   target_modules=["query", "value"]))
     adapter.save_pretrained(tmp_path / "adapter")
-    code, _, err = _evaluate(walk, tmp_path, None, "--adapter", str(tmp_path / "adapter"), cache=walk.work / "cache")
+    code, _, err = _evaluate(walk, tmp_path, None, "--adapter", str(tmp_path / "adapter"), cache=walk.cache)
     assert code == 0, err
     [result_file] = (tmp_path / "results").rglob("result.json")
     cell = load_cell(result_file.parent)
@@ -491,11 +492,11 @@ def test_a_hub_id_is_read_from_the_hub_cache_with_its_commit(walk, tmp_path, mon
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
-    code, _, err = _evaluate(walk, tmp_path, "someone/minilm-trl", cache=walk.work / "cache")
+    code, _, err = _evaluate(walk, tmp_path, "someone/minilm-trl", cache=walk.cache)
     assert code == 0, err
     [result_file] = (tmp_path / "results").rglob("result.json")
     record = load_cell(result_file.parent).external.checkpoint
     assert record["source"] == "hub" and record["hub_id"] == "someone/minilm-trl" and record["commit"] == commit
     assert record["files"]["model.safetensors"] == sha256_file(walk.student(seed, source) / "model.safetensors")
-    code, _, err = _evaluate(walk, tmp_path / "missing", "someone/not-there", cache=walk.work / "cache")
+    code, _, err = _evaluate(walk, tmp_path / "missing", "someone/not-there", cache=walk.cache)
     assert code == 2 and "the Hub gives no model someone/not-there" in err

@@ -39,10 +39,10 @@ def test_compare_prints_paired_deltas_per_category(capsys):
     assert "ambiguous" in capsys.readouterr().err
 
 
-def test_the_board_shows_the_same_decisions():
+def test_the_board_shows_the_same_decisions(committed_validations):
     from leaderboard import core
 
-    table = core.ranking(core.load_board(SUBMISSIONS.parents[1]))
+    table = core.ranking(core.load_board(SUBMISSIONS.parents[1]))   # from the session's validation record
     row = table[(table["method"] == "anchor") & (table["params"] == "lam=10.0, layers=last")].iloc[0]
     decisions = decision_table(board_for(SUBMISSIONS)[0]).set_index("method").loc["anchor_lam=10.0_layers=last"]
     assert row["decided"] == "worse" and row["Δ t 95% (seeds)"] == "[-11.8, -1.2]"

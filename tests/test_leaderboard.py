@@ -1,22 +1,21 @@
 """The leaderboard without a browser: ranking, reference rows, PGR and when it is blank, filters, the
-verdict, what was run, the one display format, the context line, matrices, ablations, the pictures, the
-validation cache, uploads (their reports, their memory, the server's temp folder and its cleanup on a
-signal), About, and the static page and markdown table, on submissions of real small runs (and the
-reference submissions for what needs three seeds)."""
+verdict, what was run, the one display format, the context line, matrices, ablations, the pictures, uploads
+(their reports, their memory, the server's temp folder and its cleanup on a signal), About, and the static
+page and markdown table, on submissions of real small runs (and the reference submissions for what needs
+three seeds). The validation record the board reads: tests/test_record.py."""
 import io
 import json
 import math
 import re
-import shutil
 import zipfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from small_runs import HOSTILE, flip_one_student_pair, hostile_root, zip_folder
+from small_runs import HOSTILE, hostile_root, zip_folder
 
 from bench.core.report import TEACHER
-from leaderboard import cache, core, figures, uploads
+from leaderboard import core, figures, uploads
 
 REFERENCE = Path(__file__).resolve().parents[1] / "submissions"
 
@@ -47,11 +46,10 @@ def board(runs, validation_cache):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """The reference submissions of the repository: every method on mini over three seeds."""
-    if not REFERENCE.is_dir():
-        pytest.skip("no reference submissions")
-    return core.load_board(REFERENCE, cache_dir=tmp_path_factory.mktemp("reference_cache"))
+def reference(committed_validations):
+    """The reference submissions of the repository: every method on mini over three seeds (validated once per
+    session: the board reads the outcomes from the session's validation record)."""
+    return core.load_board(REFERENCE)
 
 
 def cell_results(runs, slug):
@@ -354,76 +352,6 @@ def test_the_scatter_legend_fits_and_names_the_group_only(reference, narrow):
     assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
     grey = figures.id_vs_ood(points, {}, ["mini/tiny+early-stop/naive"], narrow=narrow)   # not in this group
     assert "none of the highlighted submissions is in this group" in grey.get_suptitle()
-
-
-# --- the validation cache --------------------------------------------------------------------------------------
-def outcome(v):
-    return ([str(p) for p in v.errors], [str(p) for p in v.warnings], v.submission, [c.model_dump() for c in v.cells],
-            [(c.method, c.seed, c.source, [(e.name, e.role, e.pair_ids, e.teacher.tolist(), e.student.tolist())
-                                           for e in c.eval_sets]) for c in v.pairs])
-
-
-def test_validation_is_cached_by_the_files_checksums(runs, tmp_path, monkeypatch):
-    root = hostile_root(runs, tmp_path / "subs")
-    store = tmp_path / "cache"
-    first = cache.validate_tree(root, runs.protocols, runs.model_pairs, store)
-    calls = []
-    real = cache.validate_submission
-    monkeypatch.setattr(cache, "validate_submission", lambda folder, *a, **k: calls.append(folder) or real(folder, *a, **k))
-    again = cache.validate_tree(root, runs.protocols, runs.model_pairs, store)
-    assert calls == [] and [outcome(v) for v in again] == [outcome(v) for v in first]
-    # one changed file: only its submission is validated again, and the change is seen
-    naive = root / "mini-test" / "tiny-test" / "naive"
-    eval_set = flip_one_student_pair(naive / "cells" / "seed0" / "mini__recipes")
-    changed = {v.key: v for v in cache.validate_tree(root, runs.protocols, runs.model_pairs, store)}
-    assert calls == [naive]
-    assert f"eval_sets.{eval_set}.student_acc" in " ".join(map(str, changed["mini-test/tiny-test/naive"].errors))
-    # a damaged entry is ignored and written again
-    entry = cache.entry_path(store, root / "mini-test" / "tiny-test" / "ceiling")
-    entry.write_text('{"format": 1, "key": "')
-    calls.clear()
-    rebuilt = {v.key: v for v in cache.validate_tree(root, runs.protocols, runs.model_pairs, store)}
-    assert calls == [root / "mini-test" / "tiny-test" / "ceiling"] and rebuilt["mini-test/tiny-test/ceiling"].ok
-    assert json.loads(entry.read_text())["format"] == cache.FORMAT
-    # another registered protocol spec is another key: everything is validated again
-    other = {name: __import__("dataclasses").replace(spec, version="9") for name, spec in runs.protocols.items()}
-    calls.clear()
-    cache.validate_tree(root, other, runs.model_pairs, store)
-    assert len(calls) == 5
-    # the entries of a folder that is gone are removed
-    shutil.rmtree(root / "mini-test" / "tiny-test" / "hostile")
-    cache.validate_tree(root, runs.protocols, runs.model_pairs, store)
-    assert not cache.entry_path(store, root / "mini-test" / "tiny-test" / "hostile").exists()
-
-
-def test_the_cache_key_holds_every_module_validation_runs():
-    """VALIDATION_CODE lists the modules whose source decides a validation outcome; a module they import
-    from bench that is not listed would change outcomes without changing the key."""
-    import ast
-
-    listed, root = set(cache.VALIDATION_CODE), Path(cache.__file__).resolve().parents[1]
-    for module in listed - {"bench.core.protocols", "leaderboard.cache"}:   # the protocols are keyed by their hashes
-        tree = ast.parse((root / Path(*module.split("."))).with_suffix(".py").read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench"):
-                names = [f"{node.module}.{a.name}" for a in node.names]
-                found = [n for n in names if (root / Path(*n.split("."))).with_suffix(".py").is_file()] or [node.module]
-                assert set(found) <= listed | {"bench.submissions"}, (module, found)
-
-
-def test_the_cached_tree_checks_what_bench_validate_checks(runs, tmp_path):
-    """leaderboard.cache.validate_tree runs tree.validate_tree's checks across submissions on cached
-    outcomes; both must find the same problems (a duplicate, a misplaced folder, the hostile text)."""
-    from bench.submissions.tree import validate_tree
-
-    root = hostile_root(runs, tmp_path / "subs")
-    shutil.copytree(root / "mini-test" / "tiny-test" / "naive", root / "mini-test" / "tiny-test" / "naive-again")
-    for _ in range(2):   # from an empty cache, then from the cache
-        cached = cache.validate_tree(root, runs.protocols, runs.model_pairs, tmp_path / "cache")
-        plain = validate_tree(root, runs.protocols, runs.model_pairs)
-        assert [(v.key, [str(p) for p in v.errors], [str(p) for p in v.warnings]) for v in cached] == \
-            [(v.key, [str(p) for p in v.errors], [str(p) for p in v.warnings]) for v in plain]
-    assert any("duplicates" in str(p) for v in cached for p in v.errors)
 
 
 # --- static page, markdown, cards ------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ import pytest
 from small_runs import merged
 from test_leaderboard import NUMBER
 
+import bench.submissions.record as record
 from bench.core.report import TEACHER
-from leaderboard import cache, core, figures
+from leaderboard import core, figures
 
 BON_COLUMNS = [c.name for c in core.BOARD_COLUMNS if c.bon]
 
@@ -124,7 +125,7 @@ def test_the_validation_cache_keeps_the_candidate_sets_credits(both, bon_runs, t
     """A board from the cache has every cell's BoN credits, as validated, so its BoN columns are the same."""
     store = tmp_path / "cache"
     first = core.load_board(*both, store)
-    monkeypatch.setattr(cache, "validate_submission", lambda *a, **k: pytest.fail("validated again, not cached"))
+    monkeypatch.setattr(record, "validate_submission", lambda *a, **k: pytest.fail("validated again, not cached"))
     again = core.load_board(*both, store)
 
     def credits(board):

@@ -242,13 +242,18 @@ def test_missing_method_file(tmp_path):
 
 
 def test_a_methods_code_digest_covers_the_method_files_it_inherits_from():
-    """Cell and label-stage keys hold method_code: editing probe_relabel.py must recompute probe-filter's cells."""
+    """Cell and label-stage keys hold method_code: editing probe_relabel.py must recompute probe-filter's cells.
+    Each file counts by its code (bench.core.versions.code_digest), so a docstring edit recomputes none."""
     import hashlib
     from pathlib import Path
 
+    from bench.core.versions import DIGEST_SCHEME, code_digest
     from methods import METHODS, method_code
 
+    def expected(*names: str) -> str:
+        scheme = f"code digest scheme {DIGEST_SCHEME}\0".encode()
+        return hashlib.sha256(scheme + b"".join(code_digest((root / n).read_bytes()).encode() + b"\0" for n in names)).hexdigest()
+
     root = Path(__file__).resolve().parents[1] / "methods"
-    files = [root / name for name in ("probe_filter.py", "probe_relabel.py", "naive.py")]
-    assert method_code(METHODS.get("probe-filter")) == hashlib.sha256(b"".join(f.read_bytes() + b"\0" for f in files)).hexdigest()
-    assert method_code(METHODS.get("naive")) == hashlib.sha256((root / "naive.py").read_bytes() + b"\0").hexdigest()
+    assert method_code(METHODS.get("probe-filter")) == expected("probe_filter.py", "probe_relabel.py", "naive.py")
+    assert method_code(METHODS.get("naive")) == expected("naive.py")

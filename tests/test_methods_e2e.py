@@ -20,8 +20,9 @@ PLUGIN = Path(__file__).parent / "plugins" / "shiftbench-example"
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
+def cache(session_cache):
+    """The session's teacher cache: these tests count no cache entries (the anchor sweep's has its own)."""
+    return session_cache
 
 
 @pytest.mark.parametrize("name", METHODS.names())

@@ -37,16 +37,11 @@ def test_an_archived_protocol_names_a_registered_successor_and_keeps_its_hash():
     assert "Archived" not in protocol_card(protocol_named("mini-v2"))
 
 
-def test_a_submission_of_an_archived_protocol_passes_with_a_warning_that_names_its_successor():
+def test_a_submission_of_an_archived_protocol_passes_with_a_warning_that_names_its_successor(committed_validations):
     """bench validate and the board's Submit tab tell whoever submits to mini that mini-v2 is the current board;
     the submission stays valid."""
-    from pathlib import Path
-
-    from bench.submissions import validate_tree
-
-    root = Path(__file__).resolve().parent.parent / "submissions"
-    [old] = validate_tree(root / "mini" / "tiny" / "length")
-    [current] = validate_tree(root / "mini-v2" / "tiny-lr3e-4" / "length")
+    found = {v.key: v for v in committed_validations}
+    old, current = found["mini/tiny/length"], found["mini-v2/tiny-lr3e-4/length"]
     assert old.ok and current.ok
     assert [(p.field, p.fix) for p in old.warnings] == [
         ("protocol.name", "for the current board, run on mini-v2 (bench run --protocol mini-v2) and submit that")]

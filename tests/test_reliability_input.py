@@ -251,7 +251,7 @@ def test_a_submission_folder_follows_the_umask(runs, tmp_path, umask_022):
     [written] = submit([runs.results / "mini-test" / "tiny-test" / "naive"], tmp_path / "subs", "umask test",
                        protocols=runs.protocols, model_pairs=runs.model_pairs)
     assert mode(written) == 0o755
-    assert {mode(p) for p in written.rglob("*") if p.is_dir()} == {0o755}
+    assert {mode(p) for p in written.rglob("*") if p.is_dir()} <= {0o755}   # a store has no folders of its own
     assert {mode(p) for p in written.rglob("*") if p.is_file()} == {0o644}
 
 

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from small_runs import edit_json, first_cell, reseal, zip_folder
+from small_runs import as_folders, edit_json, first_cell, reseal, zip_folder
 
 from bench.submissions import SUBMISSION_FILE, cell_folder, validate_submission
 
@@ -103,7 +103,7 @@ def reference_copy(tmp_path: Path, slug: str = "naive") -> Path:
     folder = REPOSITORY / "submissions" / "mini" / "tiny" / slug
     if not folder.is_dir():
         pytest.skip("no reference submissions")
-    return Path(shutil.copytree(folder, tmp_path / "mini" / "tiny" / slug))
+    return as_folders(Path(shutil.copytree(folder, tmp_path / "mini" / "tiny" / slug)))
 
 
 def validate_cli(folder: Path, capsys) -> tuple[int, str]:
@@ -267,8 +267,9 @@ def broken_file(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def shared_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
+def shared_cache(session_cache):
+    """The session's teacher cache: these tests count no cache entries."""
+    return session_cache
 
 
 def run_broken(how: str, jobs: int, broken_file, registered_small, out: Path, cache: Path, capsys) -> tuple[int, str]:
@@ -408,7 +409,7 @@ def test_read_only_destinations_of_submit_and_export_are_clear_errors():
         pytest.skip("no reference submissions")
     work = Path(tempfile.mkdtemp(prefix="shiftbench-read-only-"))   # outside pytest's 0700 tmp, so nobody reaches it
     try:
-        shutil.copytree(source, work / "naive")
+        as_folders(shutil.copytree(source, work / "naive"))   # a results folder's layout: one folder per cell
         locked = work / "locked"
         locked.mkdir()
         for path in [work, *work.rglob("*")]:
@@ -671,8 +672,12 @@ def test_a_method_file_s_source_goes_with_its_submission_and_no_path_does(runs, 
     assert (folder / "method_source.py").read_text() == HONEST
     v = check(runs, folder)
     assert v.ok, errors(v)
-    for path in folder.rglob("*.json"):   # no string of the submission is a folder of this machine
-        assert str(work) not in path.read_text()
+    from bench.core.store import load_store
+
+    store = load_store(folder)   # bench submit keeps the cells' result.json in its store
+    texts = [path.read_text() for path in folder.rglob("*.json")] + [store.cell(i).result.decode()
+                                                                     for i in range(len(store.paths))]
+    assert len(texts) > 1 and not [text for text in texts if str(work) in text]   # no folder of this machine
 
 
 def test_a_method_file_s_submission_without_its_source_or_with_another_is_refused(runs, file_method, tmp_path):

@@ -9,6 +9,7 @@ import pytest
 from bench.core.cells import cell_from_scores, load_cells
 from bench.core.sequential import t_quantile
 from bench.core.stats import Board, plain, resamples_from_indices
+from bench.core.store import cell_folders, cell_result
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "submissions" / "mini" / "tiny"
@@ -122,7 +123,7 @@ def test_point_estimate_by_hand(tiny_board_cells):
 
 def reference_results(slug):
     """The result.json files as bench report reads them (dicts, or the schema objects where there is one)."""
-    data = [json.loads(p.read_text()) for p in sorted((REFERENCE / slug / "cells").glob("seed*/*/result.json"))]
+    data = [json.loads(cell_result(f)) for f in reference_folders(slug)]   # the store's cells, or folders
     try:
         from bench.core.result_schema import read_result
     except ImportError:
@@ -131,7 +132,8 @@ def reference_results(slug):
 
 
 def reference_folders(slug):
-    return sorted(p.parent for p in (REFERENCE / slug / "cells").glob("seed*/*/result.json"))
+    """The method's own cells (not replicates), as the folders they are or were (bench.core.store.cell_folders)."""
+    return [f for f in cell_folders(REFERENCE / slug) if f.relative_to(REFERENCE / slug).parts[1].startswith("seed")]
 
 
 @pytest.mark.skipif(not (REFERENCE / "naive").is_dir(), reason="no reference submission")
@@ -252,7 +254,10 @@ def test_non_finite_scores_are_refused(bad):
 def test_load_cells_refuses_a_changed_scores_file(tmp_path):
     if not (REFERENCE / "naive").is_dir():
         pytest.skip("no reference submission")
-    folder = reference_folders("naive")[0]
+    from bench.core.store import unpack
+
+    unpack(REFERENCE / "naive", tmp_path / "naive")   # the committed store's cells as the files they were
+    folder = sorted(p.parent for p in (tmp_path / "naive").rglob("result.json"))[0]
     copy = tmp_path / "cell"
     copy.mkdir()
     (copy / "result.json").write_bytes((folder / "result.json").read_bytes())

@@ -259,7 +259,8 @@ def test_early_stopping_off_leaves_spec_hashes_and_cell_keys_as_they_were(small_
         "tiny-test+early-stop-holdout0.2-agreement"
 
 
-def test_early_stopping_from_the_command_line_to_the_result_and_the_board(registered_small, tmp_path, capsys):
+def test_early_stopping_from_the_command_line_to_the_result_and_the_board(registered_small, session_cache, tmp_path,
+                                                                         capsys):
     """`bench run --early-stopping every=2`: the pair is renamed, so its cells have their own folder and
     rows; the student's log holds the curve and the chosen step; the report and the model pair card say so;
     `bench compare naive@PAIR+early-stop naive@PAIR` pairs it with the same method trained without it."""
@@ -269,7 +270,7 @@ def test_early_stopping_from_the_command_line_to_the_result_and_the_board(regist
 
     protocol, models = registered_small
     argv = ["run", "--method", "naive", "--protocol", protocol.name, "--models", models.name, "--source", "recipes",
-            "--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
+            "--out", str(tmp_path / "out"), "--cache-dir", str(session_cache)]   # the session's teachers
     assert cell_settings(build_parser().parse_args(argv), "naive").models == models   # off unless asked
     with pytest.raises(BenchError, match="every='two' is not a whole number"):
         cell_settings(build_parser().parse_args([*argv, "--early-stopping", "every=two"]), "naive")

@@ -131,3 +131,15 @@ def add_run_arguments(run: argparse.ArgumentParser) -> None:
                           "as it trains (the teacher's labels), never on the test splits: holdout=0.1 of the pairs, "
                           "checked every=10 steps and after the last, by metric=loss (soft-BT) or agreement. The model "
                           "pair becomes another one, named so (tiny+early-stop), with results and board rows of its own")
+
+
+def results_location(text: str) -> Path:
+    """A results or submissions folder, or a Hub dataset (``hf://datasets/OWNER/NAME[@REVISION][/FOLDER]``, fetched
+    once: bench.core.location): the local folder to read."""
+    from bench.core.errors import BenchError
+    from bench.core.location import results_folder
+
+    try:
+        return results_folder(text)
+    except BenchError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

@@ -21,25 +21,31 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from bench.submissions import submit
 
     written = submit(args.results, args.out, args.submitter or default_submitter(),
-                     command=shlex.join(["bench", *sys.argv[1:]]), force=args.force, fresh_from=args.fresh_from)
+                     command=shlex.join(["bench", *sys.argv[1:]]), force=args.force, fresh_from=args.fresh_from,
+                     folders=args.folders)
     for folder in written:
         print(f"submitted: {folder} (bench validate {folder} passes)")
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from bench.submissions import validate_tree
+    from bench.submissions.record import Record, validate_tree
 
-    validations = [v for path in args.paths for v in validate_tree(path)]
+    # The validation record (bench.submissions.record, the board's too): a submission whose files, and the
+    # code and registries that check them, are those it was validated with is not validated again.
+    record = Record(reuse=not args.no_cache)
+    validations = [v for path in args.paths for v in validate_tree(path, record=record)]
     if not validations:
         print(f"no submission.json under {', '.join(map(str, args.paths))}", file=sys.stderr)
         return 1
     for v in validations:
         print(f"{'ok  ' if v.ok else 'FAIL'} {v.folder}" + "".join(f"\n     error: {p}" for p in v.errors)
               + "".join(f"\n     warning: {p}" for p in v.warnings))
-    passed = sum(v.ok for v in validations)
+    passed, reused = sum(v.ok for v in validations), len(record.reused)
+    source = ("all validated in full: --no-cache" if args.no_cache else f"{reused} from the validation record, "
+              "unchanged since validated" + ("; --no-cache validates them again" if reused else ""))
     print(f"{passed} of {len(validations)} submissions pass: complete, on the registered protocol, and every "
-          "number recomputes from the per-pair scores")
+          f"number recomputes from the per-pair scores ({source})")
     return 0 if passed == len(validations) else 1
 
 

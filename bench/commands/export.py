@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import Mapping
 
 from bench.core.errors import BenchError
-from bench.core.io import atomic_write_bytes, read_csv_gz, staged_folder
-from bench.core.result_schema import CANDIDATES_FILE, SCORES_FILE
+from bench.core.io import atomic_write_bytes, staged_folder
 
 CONFIGS = (("scores", "data/scores.parquet", True), ("cells", "data/cells.parquet", False),
            ("summary", "data/summary.parquet", False))
@@ -97,20 +96,21 @@ def configs(protocol) -> tuple[tuple[str, str, bool], ...]:
 def _tables(v) -> tuple[list[dict], list[dict], dict, list[dict]]:
     """The submission's per-pair scores, per-cell numbers, summary and (where its protocol has candidate sets)
     per-candidate scores as rows."""
+    from bench.core.results import read_cell_files
     from bench.submissions.limits import cell_folder
 
     meta = v.submission
     scores, cells, candidates = [], [], []
     for result in sorted(v.cells, key=lambda r: (r.seed, meta["protocol"]["name"], r.source)):
         roles = {name: e.role for name, e in result.eval_sets.items()}
-        folder = v.folder / cell_folder(result.seed, result.source)
-        for row in read_csv_gz(folder / SCORES_FILE):
+        files = read_cell_files(v.folder / cell_folder(result.seed, result.source))   # a folder's, or the store's
+        for row in files.rows:
             scores.append({"seed": result.seed, "source": result.source, "category": result.category,
                            "eval_set": row["eval_set"], "role": roles[row["eval_set"]], "pair_id": row["pair_id"],
                            **{k: float(row[k]) for k in ("teacher_chosen", "teacher_rejected", "student_chosen",
                                                          "student_rejected")}})
         if result.candidates_file is not None:   # validated: the rows result.json's BoN numbers recompute from
-            for row in read_csv_gz(folder / CANDIDATES_FILE):
+            for row in files.candidates:
                 candidates.append({"seed": result.seed, "source": result.source, "category": result.category,
                                    "eval_set": row["eval_set"], "role": roles[row["eval_set"]], "set_id": row["set_id"],
                                    "pair_id": row["pair_id"], "candidate": int(row["candidate"]),

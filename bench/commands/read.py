@@ -32,9 +32,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         ranked,
     )
     from bench.core.report import left_out_note, method_table
-    from bench.core.result_schema import RESULT_FILE
     from bench.core.results import find_cells
     from bench.core.stats import Board, bon_view
+    from bench.core.store import cell_folders
 
     results = find_cells(args.out)
     table = method_table(results, by=args.by)
@@ -43,7 +43,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 1
     print(table.to_string(index=False))
     print(left_out_note(table), end="")
-    unfinished = sum(1 for _ in Path(args.out).rglob(RESULT_FILE)) - len(results)
+    unfinished = sum(1 for _ in cell_folders(args.out)) - len(results)
     if unfinished:  # never shown: an edited or damaged cell is not a result
         print(f"\n{unfinished} cells under {args.out} are left out: incomplete, or their numbers do not recompute "
               f"from their scores (bench verify --out {args.out} says which)", file=sys.stderr)
@@ -109,11 +109,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from bench.core.result_schema import RESULT_FILE, SCORES_FILE
+    from bench.core.result_schema import SCORES_FILE
     from bench.core.results import recompute_folder
+    from bench.core.store import cell_folders
 
-    # a scores file without its result.json is a cell cut off mid-write: report it too
-    folders = sorted({p.parent for name in (RESULT_FILE, SCORES_FILE) for p in Path(args.out).rglob(name)})
+    # a scores file without its result.json is a cell cut off mid-write: report it too; a store's cells are read
+    # from it, as the folders they were
+    folders = sorted({*cell_folders(args.out), *(p.parent for p in Path(args.out).rglob(SCORES_FILE))})
     if not folders:
         print(f"no results under {args.out}", file=sys.stderr)
         return 1

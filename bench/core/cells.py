@@ -1,8 +1,8 @@
 """The cells the statistics read: per method, cell (seed, source) and eval set, the teacher's and the
 student's per-pair correctness c in {0, 1/2, 1} (r(chosen) > r(rejected), a tie 1/2:
 bench.core.metrics.accuracy), read from a finished cell's result.json and scores.csv.gz
-(``cell_from_scores``, ``load_cells``). bench.core.stats bootstraps them; the board's validation cache and
-the reference teachers store the correctness as text (``correctness_text``)."""
+(``cell_from_scores``, ``load_cells``), as rows or as columns (bench.core.columns). bench.core.stats bootstraps
+them; the board's validation cache and the reference teachers store the correctness as text (``correctness_text``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+
+from bench.core.columns import CandidateColumns, CandidateSets, ScoreColumns, well_formed_sets
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,15 +62,49 @@ def correctness_from_text(text: str, n: int) -> np.ndarray:
     return halves / 2.0
 
 
-def cell_from_scores(result, rows: Iterable[Mapping], where: str = "", candidates: Iterable[Mapping] | None = None
-                     ) -> Cell:
+def cell_from_scores(result, rows: Iterable[Mapping] | ScoreColumns, where: str = "",
+                     candidates: Iterable[Mapping] | CandidateColumns | None = None) -> Cell:
     """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz; with
-    its candidates.csv.gz rows (``candidates``), its BoN credits too (``Cell.bon``)."""
+    its candidates.csv.gz rows (``candidates``), its BoN credits too (``Cell.bon``). Either may be given as
+    columns (bench.core.columns.ScoreColumns, CandidateColumns)."""
     from bench.core.results import params_slug, replicate_slug
 
     if not isinstance(result, Mapping):     # a schema object (pydantic) rather than the JSON dict
         result = result.model_dump(mode="json")
     where = where or f"{result['method']['name']} seed {result['seed']} {result['source']}"
+    rows, read = ScoreColumns.given(rows)
+    if read is not None and read.finite():
+        sets = _eval_sets(result, read, where)
+    else:   # rows that do not read as columns, read one by one: an error names the first that is wrong
+        sets = _eval_sets_row_by_row(result, rows if read is None else read.as_rows(), where)
+    sets.sort(key=lambda s: s.role != "id")
+    if [s.role for s in sets].count("id") != 1 or sets[0].name != result["source"]:
+        raise ValueError(f"{where}: needs exactly one ID eval set, the source {result['source']}")
+    slug = replicate_slug(params_slug(result["method"]["name"], result["method"]["params"]), result.get("replicate", 0))
+    looks = result["protocol"].get("looks")
+    return Cell(slug, int(result["seed"]), result["source"], result["category"], tuple(sets),
+                result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None,
+                replicate_slug(result["method"]["name"], result.get("replicate", 0)),
+                _bon_sets(result, candidates, where) if candidates is not None else ())
+
+
+def _eval_sets(result: Mapping, read: ScoreColumns, where: str) -> list[EvalSet]:
+    """``result``'s eval sets, in its order, from score columns of finite scores (``ScoreColumns.read``)."""
+    at_of = read.groups()
+    sets = []
+    for name, info in result["eval_sets"].items():
+        at = at_of.get(name)
+        if at is None:
+            raise ValueError(f"{where}: no scores for eval set {name}")
+        sets.append(EvalSet(name, info["role"], tuple(read.pair_id[at].tolist()),
+                            correctness(read.teacher_chosen[at], read.teacher_rejected[at]),
+                            correctness(read.student_chosen[at], read.student_rejected[at])))
+    return sets
+
+
+def _eval_sets_row_by_row(result: Mapping, rows: list[Mapping], where: str) -> list[EvalSet]:
+    """``_eval_sets`` from rows, one by one: for rows that do not read as columns, whose problem it words (a
+    row of an eval set not of ``result`` is not read at all)."""
     columns: dict[str, list] = {name: [] for name in result["eval_sets"]}
     for row in rows:
         if row["eval_set"] in columns:
@@ -85,31 +121,27 @@ def cell_from_scores(result, rows: Iterable[Mapping], where: str = "", candidate
             raise ValueError(f"{where}: non-finite score in eval set {name} (pair {bad})")
         sets.append(EvalSet(name, info["role"], tuple(r["pair_id"] for r in got),
                             correctness(scores[:, 0], scores[:, 1]), correctness(scores[:, 2], scores[:, 3])))
-    sets.sort(key=lambda s: s.role != "id")
-    if [s.role for s in sets].count("id") != 1 or sets[0].name != result["source"]:
-        raise ValueError(f"{where}: needs exactly one ID eval set, the source {result['source']}")
-    slug = replicate_slug(params_slug(result["method"]["name"], result["method"]["params"]), result.get("replicate", 0))
-    looks = result["protocol"].get("looks")
-    return Cell(slug, int(result["seed"]), result["source"], result["category"], tuple(sets),
-                result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None,
-                replicate_slug(result["method"]["name"], result.get("replicate", 0)),
-                _bon_sets(result, candidates, where) if candidates is not None else ())
+    return sets
 
 
-def _bon_sets(result: Mapping, candidates: Iterable[Mapping], where: str) -> tuple[EvalSet, ...]:
+def _bon_sets(result: Mapping, candidates: Iterable[Mapping] | CandidateColumns, where: str) -> tuple[EvalSet, ...]:
     """Per eval set of ``result``, the teacher's and the student's credit in each candidate set, ID first."""
-    from bench.core.metrics import bon_credit
     from bench.core.results import candidate_sets_from_rows
 
-    by_name = candidate_sets_from_rows(candidates)
+    if isinstance(candidates, CandidateColumns):
+        read = candidates
+    else:
+        candidates = list(candidates)
+        read = CandidateColumns.read(candidates)
+    by_name = None if read is None else well_formed_sets(read)
+    if by_name is None:   # it reads the rows one by one, and raises naming the first out of place
+        by_name = {name: CandidateSets.of(own) for name, own in candidate_sets_from_rows(candidates).items()}
     sets = []
     for name, info in result["eval_sets"].items():
         own = by_name.get(name)
         if not own:
             raise ValueError(f"{where}: no candidate sets for eval set {name}")
-        sets.append(EvalSet(name, info["role"], tuple(s.set_id for s in own),
-                            np.array([bon_credit(s.teacher, s.grades) for s in own]),
-                            np.array([bon_credit(s.student, s.grades) for s in own])))
+        sets.append(EvalSet(name, info["role"], own.set_ids, own.credits("teacher"), own.credits("student")))
     return tuple(sorted(sets, key=lambda s: s.role != "id"))
 
 

@@ -74,19 +74,19 @@ def cells_under(*roots: Path, methods: Sequence[str] | None = None) -> dict[tupl
     (the reference seeds in submissions/ and more seeds of the same methods elsewhere). ``methods``: only
     the cells of these (a slug or a bare method name, as ``resolve`` takes them, with their replicates), the
     others left unread: a comparison of two runs then reads their cells, not a whole folder's."""
-    from bench.core.result_schema import RESULT_FILE
     from bench.core.results import params_slug, read_cell_files
+    from bench.core.store import cell_folders
 
     wanted = None if methods is None else set(methods)
     keep = None if wanted is None else \
         (lambda r: r.method.name in wanted or params_slug(r.method.name, r.method.params) in wanted)
     groups: dict[tuple[str, str], list[Cell]] = defaultdict(list)
-    for path in sorted(p for root in roots for p in Path(root).rglob(RESULT_FILE)):
-        found = read_cell_files(path.parent, keep)
+    for folder in sorted(f for root in roots for f in cell_folders(root)):
+        found = read_cell_files(folder, keep)
         if found is not None:
             result = found.result
             groups[result.protocol.name, result.models["name"]].append(
-                cell_from_scores(result, found.rows, str(path.parent), found.candidates))
+                cell_from_scores(result, found.rows, str(folder), found.candidates))
     return groups
 
 

@@ -64,12 +64,56 @@ def bon_credit(scores: Sequence[float], grades: Sequence[float]) -> float:
     return float((top & (grade == grade.max())).sum() / top.sum())
 
 
+def bon_credits(scores: Sequence[float], grades: Sequence[float], sizes: Sequence[int]) -> np.ndarray:
+    """``bon_credit`` of each of ``len(sizes)`` candidate sets laid end to end, as one array: set i is the next
+    ``sizes[i]`` entries of ``scores`` and ``grades``. With s_max and g_max a set's top score and top grade,
+    its credit is #{j: s_j = s_max and g_j = g_max} / #{j: s_j = s_max}, the very division bon_credit does
+    (two whole counts, one rounding), so each credit is bon_credit's to the bit. A set that bon_credit
+    refuses (fewer than two candidates, a number not finite) raises its error, for the first such set."""
+    score = np.asarray(scores, dtype=np.float64)
+    grade = np.asarray(grades, dtype=np.float64)
+    size = np.asarray(sizes, dtype=np.int64)
+    if score.ndim != 1 or score.shape != grade.shape or size.ndim != 1 or (size < 0).any() or size.sum() != score.size:
+        raise ValueError(f"need scores and grades laid end to end in sets of the given sizes, got {score.shape} "
+                         f"scores, {grade.shape} grades and sizes adding up to {size.sum()}")
+    if size.size == 0:
+        return np.zeros(0)
+    if (size < 2).any() or not (np.isfinite(score).all() and np.isfinite(grade).all()):
+        ends = np.cumsum(size)[:-1]
+        for one_score, one_grade in zip(np.split(score, ends), np.split(grade, ends)):
+            bon_credit(one_score, one_grade)   # raises for the first set it refuses
+    starts = np.cumsum(size) - size
+    of_set = np.repeat(np.arange(size.size), size)
+    top = score == np.maximum.reduceat(score, starts)[of_set]
+    best = grade == np.maximum.reduceat(grade, starts)[of_set]
+    return np.add.reduceat(top & best, starts, dtype=np.int64) / np.add.reduceat(top, starts, dtype=np.int64)
+
+
+def bon_accuracy_of_credits(credits: np.ndarray) -> float:
+    """BoN = 100 * mean of the sets' credits, as ``bon_accuracy`` takes it: the credits added one by one in set
+    order with Python's sum (np.sum adds pairwise, and the last bit of a float sum depends on the order)."""
+    values = np.asarray(credits, dtype=np.float64).tolist()
+    if not values:
+        raise ValueError("need the credits of a non-empty list of candidate sets, got none")
+    return float(100.0 * sum(values) / len(values))
+
+
 def bon_accuracy(scores: Sequence[Sequence[float]], grades: Sequence[Sequence[float]]) -> float:
-    """BoN accuracy of an eval set; ``scores[i][j]``, ``grades[i][j]``: candidate j of set i (N may differ by set)."""
+    """BoN accuracy of an eval set; ``scores[i][j]``, ``grades[i][j]``: candidate j of set i (N may differ by set).
+    The sets' credits come from one ``bon_credits`` over all of them; sets that are not each a 1-D row of scores
+    with a grade each are left to ``bon_credit``, set by set, which says what is wrong with the first."""
     if len(scores) != len(grades) or len(scores) == 0:
         raise ValueError(f"need scores and grades for the same, non-empty list of candidate sets, got {len(scores)} "
                          f"and {len(grades)}")
-    return float(100.0 * sum(bon_credit(s, g) for s, g in zip(scores, grades)) / len(scores))
+    try:
+        score = [np.asarray(s, dtype=np.float64) for s in scores]
+        grade = [np.asarray(g, dtype=np.float64) for g in grades]
+        laid_out = all(s.ndim == 1 and s.shape == g.shape for s, g in zip(score, grade))
+    except Exception:   # bon_credit converts them the same way: it raises the same, in set order
+        laid_out = False
+    if not laid_out:
+        return float(100.0 * sum(bon_credit(s, g) for s, g in zip(scores, grades)) / len(scores))
+    return bon_accuracy_of_credits(bon_credits(np.concatenate(score), np.concatenate(grade), [s.size for s in score]))
 
 
 BON_METRICS = {"wrg": "bon_gain_id", "aog": "bon_gain_ood", "nts": "bon_nts"}

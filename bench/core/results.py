@@ -19,14 +19,14 @@ import json
 import math
 import re
 import zlib
-from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 
 from pydantic import ValidationError
 
+from bench.core.columns import SetScores, accuracies_from_scores, candidate_sets_from_rows  # noqa: F401 (re-exported)
 from bench.core.io import atomic_write_bytes, atomic_write_json, csv_gz_bytes, read_csv_gz, sha256_file
-from bench.core.metrics import accuracy, bon_accuracy, bon_cell_metrics, cell_metrics
+from bench.core.metrics import bon_accuracy, bon_cell_metrics, cell_metrics
 from bench.core.result_schema import (
     CANDIDATE_COLUMNS,
     CANDIDATES_FILE,
@@ -108,20 +108,58 @@ def _recorded(folder: Path, record: ScoresFile | None, name: str) -> list[dict[s
     return read_csv_gz(path)
 
 
+class _Stored(NamedTuple):
+    """A cell of a store (bench.core.store), read as its folder's files would be."""
+
+    result: bytes
+    rows: list[dict]
+    candidates: list[dict] | None
+    sha256: tuple[str | None, str | None, str | None]   # the result's, scores' and candidates' files had
+
+
+def _stored(folder: Path) -> _Stored | None:
+    """The cell whose folder was ``folder``, from the store above it; None where ``folder`` is a cell folder on disk
+    or no store holds it. A store that cannot be read raises StoreError (a ValueError), naming the fix."""
+    from bench.core.store import store_of
+
+    folder = Path(folder)
+    if (folder / RESULT_FILE).exists():
+        return None
+    found = store_of(folder)
+    if found is None:
+        return None
+    from bench.core.store import load_store
+
+    store = load_store(found[0])
+    i = store.index(found[1])
+    if i is None:
+        return None
+    cell = store.cell(i)
+    return _Stored(cell.result, [dict(zip(SCORE_COLUMNS, r)) for r in cell.scores],
+                   None if cell.candidates is None else [dict(zip(CANDIDATE_COLUMNS, r)) for r in cell.candidates],
+                   cell.sha256)
+
+
 def read_cell_files(folder: Path, keep: Callable[[CellResult], bool] | None = None) -> CellFiles | None:
     """The cell's result and score rows if it is finished: its result.json loads, its score files are the
     ones it records, and every number recomputes from those scores (an edited result.json is not a
     finished cell). Else None. ``keep``: None too for a result it rejects, before any score file is read
     (a comparison of two runs need not read and recompute a whole folder's cells)."""
+    stored = _stored(folder)
     try:
-        data = json.loads((Path(folder) / RESULT_FILE).read_text())
+        data = json.loads(stored.result if stored else (Path(folder) / RESULT_FILE).read_text())
         if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
             return None
         result = read_result(data)
         if keep is not None and not keep(result):
             return None
-        rows = _recorded(folder, result.scores_file, SCORES_FILE)
-        candidates = _recorded(folder, result.candidates_file, CANDIDATES_FILE) if result.candidates_file else None
+        if stored:   # a store keeps the sha256s its files had: they must still be the ones result.json records
+            if stored.sha256[1:] != tuple(r and r.sha256 for r in (result.scores_file, result.candidates_file)):
+                return None
+            rows, candidates = stored.rows, stored.candidates
+        else:
+            rows = _recorded(folder, result.scores_file, SCORES_FILE)
+            candidates = _recorded(folder, result.candidates_file, CANDIDATES_FILE) if result.candidates_file else None
         if rows is None or (result.candidates_file is not None and candidates is None):
             return None
     except (OSError, EOFError, ValueError, ValidationError, zlib.error, csv.Error):
@@ -142,90 +180,40 @@ def load_cell(folder: Path) -> CellResult | None:
 
 
 # --- the one recompute ---------------------------------------------------------------------------------
-def accuracies_from_scores(rows: Iterable[dict[str, str]]) -> dict[str, dict[str, float]]:
-    """``{eval_set: {"teacher": acc, "student": acc, "n_pairs": n}}`` from per-pair score rows.
-    Raises ValueError naming the eval set, pair and column of a score that is not a finite number."""
-    columns: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in rows:
-        for name in SCORE_COLUMNS[2:]:
-            try:
-                value = float(row[name])
-            except (KeyError, TypeError, ValueError):
-                raise ValueError(f"{row.get('eval_set')}: pair {row.get('pair_id')!r} has no number in column {name}; "
-                                 f"a scores file has the columns {', '.join(SCORE_COLUMNS)}") from None
-            if not math.isfinite(value):
-                raise ValueError(f"{row['eval_set']}: pair {row['pair_id']!r} has {name} = {row[name]}, not a finite "
-                                 "score; the model that produced it is broken (NaN or infinite weights): rerun the cell")
-            columns[row["eval_set"]][name].append(value)
-    return {
-        eval_set: {"teacher": accuracy(c["teacher_chosen"], c["teacher_rejected"]),
-                   "student": accuracy(c["student_chosen"], c["student_rejected"]),
-                   "n_pairs": len(c["teacher_chosen"])}
-        for eval_set, c in columns.items()
-    }
-
-
-class SetScores(NamedTuple):
-    """One candidate set's rows of CANDIDATES_FILE: its grades and scores in candidate order."""
-
-    set_id: str
-    pair_id: str                       # "" for a set not built from an eval pair
-    grades: list[float]
-    teacher: list[float]
-    student: list[float]
-
-
-def candidate_sets_from_rows(rows: Iterable[dict[str, str]]) -> dict[str, list[SetScores]]:
-    """Per eval set, its candidate sets in file order, from CANDIDATES_FILE rows. Raises ValueError naming the
-    eval set, set and column of what is wrong: a grade or score that is not a finite number, a set whose rows
-    are not its candidates 0, 1, ... in order (two or more) or name two pairs, a set id given twice."""
-    sets: dict[str, list[SetScores]] = defaultdict(list)
-    seen: set[tuple[str, str]] = set()
-    for row in rows:
-        eval_set, set_id, candidate = row.get("eval_set"), row.get("set_id"), row.get("candidate")
-        where = f"{eval_set}: set {set_id!r} of {CANDIDATES_FILE}"
-        values = {}
-        for name in ("grade", "teacher", "student"):
-            try:
-                values[name] = float(row[name])
-            except (KeyError, TypeError, ValueError):
-                raise ValueError(f"{where}: candidate {candidate} has no number in column {name}; a candidates file "
-                                 f"has the columns {', '.join(CANDIDATE_COLUMNS)}") from None
-            if not math.isfinite(values[name]):
-                raise ValueError(f"{where}: candidate {candidate} has {name} = {row[name]}, not a finite number; the "
-                                 "model that produced it is broken (NaN or infinite weights): rerun the cell")
-        own = sets[eval_set]
-        if own and own[-1].set_id == set_id and candidate == str(len(own[-1].grades)) and \
-                row.get("pair_id") == own[-1].pair_id:
-            current = own[-1]
-        elif candidate == "0" and (eval_set, set_id) not in seen:
-            seen.add((eval_set, set_id))
-            current = SetScores(set_id, row.get("pair_id") or "", [], [], [])
-            own.append(current)
-        else:
-            raise ValueError(f"{where}: row of candidate {candidate!r} is out of place: a set's rows are its candidates "
-                             "0, 1, 2, ... in order, together, with one pair_id, and a set id appears once per eval set")
-        for name, column in (("grade", current.grades), ("teacher", current.teacher), ("student", current.student)):
-            column.append(values[name])
-    for eval_set, own in sets.items():
-        for one in own:
-            if len(one.grades) < 2:
-                raise ValueError(f"{eval_set}: set {one.set_id!r} of {CANDIDATES_FILE} has one candidate; a set has two "
-                                 "or more")
-    return dict(sets)
-
-
 def bon_from_candidates(sets: dict[str, list[SetScores]]) -> dict[str, dict[str, float]]:
-    """``{eval_set: {"teacher": bon, "student": bon, "n_sets": n}}``: BoN accuracies (bench.core.metrics.bon_accuracy)."""
-    return {eval_set: {"teacher": bon_accuracy([s.teacher for s in own], [s.grades for s in own]),
-                       "student": bon_accuracy([s.student for s in own], [s.grades for s in own]),
-                       "n_sets": len(own)}
+    """``{eval_set: {"teacher": bon, "student": bon, "n_sets": n}}``: BoN accuracies (bench.core.metrics.bon_accuracy),
+    of an eval set's sets one by one (SetScores) or laid end to end (bench.core.columns.CandidateSets)."""
+    from bench.core.columns import CandidateSets
+    from bench.core.metrics import bon_accuracy_of_credits
+
+    return {eval_set: {"teacher": bon_accuracy_of_credits(own.credits("teacher")),
+                       "student": bon_accuracy_of_credits(own.credits("student")),
+                       "n_sets": len(own)} if isinstance(own, CandidateSets) else
+            {"teacher": bon_accuracy([s.teacher for s in own], [s.grades for s in own]),
+             "student": bon_accuracy([s.student for s in own], [s.grades for s in own]),
+             "n_sets": len(own)}
             for eval_set, own in sets.items()}
 
 
 def _candidates_match_pairs(sets: dict[str, list[SetScores]], rows: list[dict[str, str]]) -> list[tuple[str, str]]:
     """A set built from an eval pair scores its candidates 0 and 1 as the pair's chosen and rejected
-    (bench.core.candidates): their four scores in CANDIDATES_FILE must be the pair's in SCORES_FILE, float for float."""
+    (bench.core.candidates): their four scores in CANDIDATES_FILE must be the pair's in SCORES_FILE, float for float.
+    Checked on whole columns (bench.core.columns.sets_match_pairs) when the sets are laid end to end and the rows
+    read as columns; where that finds a problem, or for sets one by one (SetScores), the loop below goes set by
+    set and words each problem, quoting a score as SCORES_FILE writes it."""
+    from bench.core.columns import CandidateSets, ScoreColumns, sets_match_pairs
+
+    if isinstance(rows, ScoreColumns):
+        read = rows
+    else:
+        rows = list(rows)
+        read = ScoreColumns.read(rows)
+    if read is not None:
+        if all(isinstance(own, CandidateSets) for own in sets.values()) and sets_match_pairs(sets, read):
+            return []
+        rows = read.as_rows()
+    sets = {eval_set: [SetScores(*one) for one in own.one_by_one()] if isinstance(own, CandidateSets) else own
+            for eval_set, own in sets.items()}
     pairs = {(row["eval_set"], row["pair_id"]): row for row in rows}
     problems = []
     for eval_set, own in sets.items():
@@ -258,10 +246,19 @@ def recompute_bon(result: CellResult, rows: list[dict[str, str]], candidates: It
     if not declared:
         return [("candidates_file", f"per-candidate scores ({CANDIDATES_FILE}) are given but the cell records no "
                                     "best-of-N numbers")]
-    try:
-        sets = candidate_sets_from_rows(candidates)
-    except ValueError as error:
-        return [("candidates", str(error))]
+    from bench.core.columns import CandidateColumns, well_formed_sets
+
+    if isinstance(candidates, CandidateColumns):
+        read = candidates
+    else:
+        candidates = list(candidates)
+        read = CandidateColumns.read(candidates)
+    sets = None if read is None else well_formed_sets(read)   # laid end to end, when the rows are well-formed
+    if sets is None:
+        try:
+            sets = candidate_sets_from_rows(candidates)   # reads row by row, and says what is wrong
+        except ValueError as error:
+            return [("candidates", str(error))]
     problems = _candidates_match_pairs(sets, rows)
     got = bon_from_candidates(sets)
     for name, stored in result.eval_sets.items():
@@ -302,8 +299,15 @@ def recompute(result: CellResult, rows: Iterable[dict[str, str]],
               candidates: Iterable[dict[str, str]] | None = None) -> list[tuple[str, str]]:
     """Every accuracy and metric of a cell against its per-pair score rows and, on a protocol with
     candidate sets, its per-candidate score rows (``recompute_bon``): ``(field, problem)`` for each
-    mismatch, empty when every number recomputes (to 1e-9)."""
-    rows = list(rows)   # read twice: here, and against the candidates' first two scores
+    mismatch, empty when every number recomputes (to 1e-9). ``rows`` and ``candidates`` may be given as columns
+    (bench.core.columns.ScoreColumns, CandidateColumns); well-formed rows are read as columns here, once."""
+    from bench.core.columns import ScoreColumns
+
+    if not isinstance(rows, ScoreColumns):
+        rows = list(rows)   # read twice: here, and against the candidates' first two scores
+        read = ScoreColumns.read(rows)
+        if read is not None:   # else each step reads the rows one by one, and says what is wrong
+            rows = read
     try:
         got = accuracies_from_scores(rows)
     except ValueError as error:
@@ -332,24 +336,36 @@ def recompute_folder(folder: Path) -> list[str]:
     run is reported and still recomputed, so the lines say what changed."""
     folder = Path(folder)
     try:
-        result = read_result(json.loads((folder / RESULT_FILE).read_text()))
-        rows = read_csv_gz(folder / SCORES_FILE)
-        candidates = read_csv_gz(folder / CANDIDATES_FILE) if result.candidates_file is not None else None
+        stored = _stored(folder)
+        if stored:
+            result, rows, candidates = read_result(json.loads(stored.result)), stored.rows, stored.candidates
+            if result.candidates_file is None:
+                candidates = None
+        else:
+            result = read_result(json.loads((folder / RESULT_FILE).read_text()))
+            rows = read_csv_gz(folder / SCORES_FILE)
+            candidates = read_csv_gz(folder / CANDIDATES_FILE) if result.candidates_file is not None else None
     except (OSError, EOFError, ValueError, ValidationError, zlib.error, csv.Error):
         return ["incomplete: result.json missing, unreadable or of another schema, or its score files missing or "
                 "unreadable; a rerun recomputes this cell"]
+
+    def digest(name: str) -> str | None:
+        return stored.sha256[1 if name == SCORES_FILE else 2] if stored else sha256_file(folder / name)
+
     problems = [f"{name}: changed since the run (its sha256 is not the one result.json records)"
                 for name, record in ((SCORES_FILE, result.scores_file), (CANDIDATES_FILE, result.candidates_file))
                 if (name == SCORES_FILE or record is not None)
-                and (record is None or sha256_file(folder / name) != record.sha256)]
+                and (record is None or digest(name) != record.sha256)]
     return problems + [f"{field}: {problem}" for field, problem in recompute(result, rows, candidates)]
 
 
 def find_cells(root: Path) -> list[CellResult]:
     """Every finished cell result under ``root`` (``read_cell``)."""
+    from bench.core.store import cell_folders
+
     found = []
-    for path in sorted(Path(root).rglob(RESULT_FILE)):
-        result = load_cell(path.parent)
+    for folder in cell_folders(root):
+        result = load_cell(folder)
         if result is not None:
             found.append(result)
     return found

@@ -63,14 +63,14 @@ def settings_of(result, out: Path, cache_dir: Path | None):
 def first_result(out: Path, slug: str):
     """A finished cell of the run named ``slug`` (bench.core.results.replicate_slug) under ``out`` (which
     ``board_for`` has checked holds one protocol x model pair)."""
-    from bench.core.result_schema import RESULT_FILE
     from bench.core.results import params_slug, read_cell_files, replicate_slug
+    from bench.core.store import cell_folders
 
     def named(result) -> bool:   # read before its scores: only the run's own cells are recomputed
         return replicate_slug(params_slug(result.method.name, result.method.params), result.replicate) == slug
 
-    for path in sorted(Path(out).rglob(RESULT_FILE)):
-        found = read_cell_files(path.parent, named)
+    for folder in cell_folders(out):
+        found = read_cell_files(folder, named)
         if found is not None:
             return found.result
     raise BenchError(f"no finished cell of {slug} under {out}")

@@ -27,6 +27,7 @@ from bench.core.errors import BenchError
 from bench.core.result_schema import RESULT_FILE
 from bench.core.results import cell_dir
 from bench.core.settings import RunSettings
+from bench.core.versions import DIGEST_SCHEME
 
 SHOWN = 12   # cells named per [rerun] line
 # recorded in a cell's environment (bench.core.env.environment) and part of its key (platform_version)
@@ -42,16 +43,33 @@ def _recorded(environment: dict, path: tuple[str, ...]) -> object:
     return environment
 
 
-def why_rerun(recorded: dict, here: dict) -> str:
+def why_rerun(recorded: dict, here: dict, scheme: int = DIGEST_SCHEME) -> str:
     """Why a finished cell's key differs from this run's, as far as the two environments tell: the platform
     fields of the key that differ, and the commit where it differs (the code and settings are in the key as
-    a digest only, so another commit may or may not be why)."""
-    changed = [f"{name} {_recorded(recorded, path)} there, {_recorded(here, path)} here" for name, path in _PLATFORM
-               if _recorded(recorded, path) != _recorded(here, path)]
+    a digest only, so another commit may or may not be why). ``scheme``: the code digest scheme the cell's key
+    was made under (``digest_scheme``); another than this run's changes every key, whatever the code."""
+    changed = [f"code digest scheme {scheme} there, {DIGEST_SCHEME} here: every key made under scheme {scheme} "
+               "changed once"] if scheme != DIGEST_SCHEME else []
+    changed += [f"{name} {_recorded(recorded, path)} there, {_recorded(here, path)} here" for name, path in _PLATFORM
+                if _recorded(recorded, path) != _recorded(here, path)]
     commits = [str(_recorded(env, ("git", "commit")) or "unknown")[:7] for env in (recorded, here)]
     if commits[0] != commits[1]:
         changed.append(f"commit {commits[0]} there, {commits[1]} here: its code or settings may differ too")
     return "; ".join(changed) if changed else "its code or settings differ from this run's"
+
+
+def digest_scheme(record: dict) -> int:
+    """The code digest scheme a finished cell's key was made under, from its method's recorded origin
+    (methods.method_origin): a method with a source file records it beside its code digest since scheme 2,
+    so one with a file's sha256 and no scheme was keyed by raw source text (1)."""
+    method = record.get("method")
+    origin = method.get("origin") if isinstance(method, dict) else None
+    if not isinstance(origin, dict):
+        return DIGEST_SCHEME
+    scheme = origin.get("digest_scheme")
+    if isinstance(scheme, int):
+        return scheme
+    return 1 if "sha256" in origin else DIGEST_SCHEME   # no source file: nothing says which
 
 
 def _finished(folder: Path) -> dict | None:
@@ -103,7 +121,8 @@ def findings(settings: RunSettings, threads: int | None) -> list[Finding]:
                 continue   # reused as it is
             todo.append((seed, source))
             if done is not None:
-                stale.setdefault(why_rerun(done["environment"], here), []).append(f"seed {seed} {source}")
+                stale.setdefault(why_rerun(done["environment"], here, digest_scheme(done)), []).append(
+                    f"seed {seed} {source}")
     finally:
         torch.set_num_threads(before)
     name = run_slug(settings, method)

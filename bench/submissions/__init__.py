@@ -40,6 +40,8 @@ One job per module:
   verdicts on them, that every submission's are checked against (committed in ``references/``);
 - ``tree``: many submissions (``validate_tree``, ``find_submissions``, ``check_teachers``,
   ``teacher_conflicts``, ``label_conflicts``);
+- ``record``: the validation record, each submission's outcome stored by its files' checksums, which
+  ``bench validate`` and the board reuse for a submission that did not change (``record.validate_tree``);
 - ``pack``: ``bench submit`` (``submit``);
 - ``upload``: a .zip upload unpacked without trusting it (``extract_upload``).
 """

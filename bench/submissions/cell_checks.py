@@ -12,6 +12,7 @@ from bench.core.data import STUDENT_STAGES, TEACHER_STAGES, stage_seed
 from bench.core.io import sha256_file
 from bench.core.result_schema import (
     CANDIDATE_COLUMNS,
+    SCORE_COLUMNS,
     CANDIDATES_FILE,
     EXTERNAL_NOTE,
     METHOD_SOURCE_FILE,
@@ -33,7 +34,7 @@ from bench.submissions.limits import (
     _Stop,
     cell_folder,
 )
-from bench.submissions.scores import as_rows, read_candidates, read_scores
+from bench.submissions.scores import as_rows, read_candidates, read_scores, stored_candidates, stored_scores
 
 
 def close(a: float | None, b: float | None) -> bool:
@@ -62,11 +63,13 @@ def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fil
                 REGENERATE)
     if missing:
         return None
+    stored = None if v.store is None else v.store.index(base)
     for rel, listed in listed_files.items():
-        if sha256_file(v.folder / rel) != listed:
+        if _digest(v, stored, rel) != listed:
             v.error(rel, "", "its sha256 is not the one submission.json lists (the file was changed)", REGENERATE)
     try:
-        result = read_json(v, v.folder, rel_result, CellResult)
+        result = read_json(v, v.folder, rel_result, CellResult,
+                           content=None if stored is None else v.store.results[stored])
     except _Stop:
         return None
     check_commands(v, rel_result, [("command", result.command)])
@@ -113,26 +116,60 @@ def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fil
             oversize[name] = n
     if oversize or set(result.eval_sets) != set(roles):
         return result
-    rows = read_scores(v, rel_scores, v.folder / rel_scores, {k: e.n_pairs for k, e in result.eval_sets.items()})
+    n_pairs = {k: e.n_pairs for k, e in result.eval_sets.items()}
+    rows = read_scores(v, rel_scores, v.folder / rel_scores, n_pairs) if stored is None else \
+        stored_scores(v, rel_scores, v.store, stored, n_pairs)
     candidates = None
     if protocol.candidates is not None:
-        candidates = read_candidates(v, rel_candidates, v.folder / rel_candidates, n_sets, protocol.candidates)
+        candidates = read_candidates(v, rel_candidates, v.folder / rel_candidates, n_sets, protocol.candidates) \
+            if stored is None else stored_candidates(v, rel_candidates, v.store, stored, n_sets, protocol.candidates)
         if candidates is None:
             return result
     if rows is not None:  # the one recompute, as bench verify's
-        candidate_rows = None if candidates is None else list(as_rows(candidates, CANDIDATE_COLUMNS))
-        problems = recompute(result, as_rows(rows), candidate_rows)
+        rows, candidate_rows = _columns(rows, candidates)
+        problems = recompute(result, rows, candidate_rows)
         for fld, problem in problems:   # a set's own rows are the candidates file's problem, a number is result.json's
             v.error(rel_candidates if fld.startswith("candidates") else rel_result, fld, problem,
                     "the numbers must be the ones the per-pair (and per-candidate) scores give; " + REGENERATE)
         if not problems:  # what the board's intervals are computed from (at most the declared pairs)
             into = v.controls if ref.get("replicate", 0) else v.pairs
-            into.append(cell_from_scores(result, as_rows(rows), rel_result, candidate_rows))
+            into.append(cell_from_scores(result, rows, rel_result, candidate_rows))
             if reference is not None:   # the protocol's test pairs, judged by the protocol's teacher
                 from bench.submissions.reference import check_cell
 
                 check_cell(v, reference, into[-1])
     return result
+
+
+def _columns(rows, candidates) -> tuple:
+    """The cell's scores (and candidates) as bench.core.columns reads them: a store's are columns already; a file's
+    parsed rows (tuples of text ids and float numbers, every one checked finite) become columns too, so that
+    recompute and the board's correctness read arrays, not a dict per row."""
+    from bench.core.columns import CandidateColumns, ScoreColumns
+
+    if isinstance(rows, list):
+        rows = ScoreColumns(*(list(column) for column in zip(*rows))) if rows else \
+            ScoreColumns(*([[]] * len(SCORE_COLUMNS)))
+    if isinstance(candidates, list) and any(str(int(row[3])) != row[3] for row in candidates):
+        # an index such as "01": the row-by-row reading words why it is out of place
+        candidates = list(as_rows(candidates, CANDIDATE_COLUMNS))
+    elif isinstance(candidates, list):
+        parsed = [(*row[:3], int(row[3]), *row[4:]) for row in candidates]
+        candidates = CandidateColumns(*(list(column) for column in zip(*parsed))) if parsed else \
+            CandidateColumns(*([[]] * len(CANDIDATE_COLUMNS)))
+    return rows, candidates
+
+
+def _digest(v: Validation, stored: int | None, rel: str) -> str | None:
+    """The sha256 of a cell's file: of the file itself, or, in a store, of its result.json's bytes (kept whole) and
+    the sha256s its score files had when they were stored (their numbers are what recompute checks)."""
+    if stored is None:
+        return sha256_file(v.folder / rel)
+    if rel.endswith(RESULT_FILE):
+        import hashlib
+
+        return hashlib.sha256(v.store.results[stored]).hexdigest()
+    return v.store.sha256["scores" if rel.endswith(SCORES_FILE) else "candidates"][stored]
 
 
 def check_seeds(v: Validation, rel: str, result: CellResult, protocol: ProtocolSpec) -> None:

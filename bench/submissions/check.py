@@ -25,6 +25,7 @@ from bench.core.result_schema import (
 )
 from bench.core.results import params_slug
 from bench.core.specs import ModelPairSpec, ProtocolSpec, to_plain
+from bench.core.store import CELLS, STORE_FILES
 from bench.submissions.cell_checks import check_cell, check_method_source, close
 from bench.submissions.fields import (
     check_commands,
@@ -73,15 +74,71 @@ def _inventory(v: Validation) -> dict[str, int]:
                 raise _Stop
         dirs[:] = [d for d in dirs if not Path(root, d).is_symlink()]
     for rel in files:
-        if rel not in (SUBMISSION_FILE, METHOD_SOURCE_FILE) and not CELL_FILE_RE.fullmatch(rel):
+        if rel not in (SUBMISSION_FILE, METHOD_SOURCE_FILE, *STORE_FILES) and not CELL_FILE_RE.fullmatch(rel):
             v.error(rel, "", "is not part of a submission (it is never read or run)",
-                    "remove it: a submission holds only submission.json, cells/seed<N>/<source>/"
-                    f"{{result.json,scores.csv.gz}} (and {CANDIDATES_FILE} on a protocol with candidate sets; naive's "
-                    f"replicates under cells/replicate<R>/) and, for a method that is not built in, {METHOD_SOURCE_FILE}")
+                    "remove it: a submission holds only submission.json, its cells (the store's "
+                    f"{', '.join(STORE_FILES)}, or folders cells/seed<N>/<source>/{{result.json,scores.csv.gz}} (and "
+                    f"{CANDIDATES_FILE} on a protocol with candidate sets; naive's replicates under cells/replicate<R>/)) "
+                    f"and, for a method that is not built in, {METHOD_SOURCE_FILE}")
     if SUBMISSION_FILE not in files:
         v.error(SUBMISSION_FILE, "", "is missing", REGENERATE)
         raise _Stop
     return files
+
+
+def _open_store(v: Validation, files: dict[str, int]) -> dict[str, int]:
+    """A submission kept as a store (bench.core.store): its tables read, within the limits on what they decompress to,
+    and its cells listed as the files they were (``files`` gets ``cells/seed<N>/<source>/<file>`` for each, with
+    result.json's size), so that every check of a cell reads the same whichever way it is kept."""
+    import pyarrow.parquet as pq
+
+    from bench.core.store import StoreError, load_store
+
+    held = [name for name in STORE_FILES if name in files]
+    if not held:
+        return files
+    if len(held) < len(STORE_FILES):
+        v.error(".", "", f"holds {', '.join(held)} but not {', '.join(sorted(set(STORE_FILES) - set(held)))}: a store "
+                "is its three tables", REGENERATE)
+        raise _Stop
+    if any(CELL_FILE_RE.fullmatch(rel) for rel in files):
+        v.error(".", "", "holds both a store and cell folders (cells/...): a submission keeps its cells one way",
+                "remove the cell folders, or " + REGENERATE)
+        raise _Stop
+    try:   # the tables' own metadata says what they decompress to: checked before they are read
+        inflated = sum(pq.ParquetFile(v.folder / name).metadata.row_group(g).total_byte_size
+                       for name in STORE_FILES for g in range(pq.ParquetFile(v.folder / name).metadata.num_row_groups))
+    except Exception as error:   # pyarrow raises its own kinds for a file that is not Parquet
+        v.error(".", "", f"a store table is not readable Parquet ({type(error).__name__}: {str(error)[:200]})",
+                REGENERATE)
+        raise _Stop from None
+    if inflated > limits.MAX_STORE_INFLATED_BYTES:
+        v.error(".", "", f"its tables decompress to {inflated} bytes, over the limit of "
+                f"{limits.MAX_STORE_INFLATED_BYTES}", "a submission of a registered protocol takes a few MB; " + REGENERATE)
+        raise _Stop
+    try:
+        store = load_store(v.folder)
+    except StoreError as error:
+        v.error(".", "", str(error).replace(str(v.folder.resolve()), "").lstrip("/"), REGENERATE)
+        raise _Stop from None
+    listed = dict(files)
+    for i, path in enumerate(store.paths):
+        if store.refs[i] is not None:
+            v.error(CELLS, "ref", f"cell {path[:100]!r} is kept in another store ({str(store.refs[i][0])[:100]}): a "
+                    "submission holds its own cells", REGENERATE)
+            raise _Stop
+        names = {RESULT_FILE: len(store.results[i] or b""), SCORES_FILE: 0}
+        if store.sha256["candidates"][i] is not None:
+            names[CANDIDATES_FILE] = 0
+        for name, size in names.items():
+            rel = f"{path}/{name}"
+            if rel in listed or not CELL_FILE_RE.fullmatch(rel):
+                v.error(CELLS, "path", f"{path[:100]!r} is not a cell folder of a submission (cells/seed<N>/<source>), "
+                        "or is given twice", REGENERATE)
+                raise _Stop
+            listed[rel] = size
+    v.store = store
+    return listed
 
 
 def _resolve(name: str, override: Mapping | None, registry) -> Any:
@@ -209,7 +266,7 @@ def _reference(v: Validation, protocol: ProtocolSpec, models: str, references: P
 def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
            references: Path | None = REFERENCES) -> None:
     started = time.monotonic()
-    files = _inventory(v)
+    files = _open_store(v, _inventory(v))
     parsed = read_json(v, v.folder, SUBMISSION_FILE, SubmissionFile)
     meta = parsed.model_dump() if parsed is not None else None
     if meta is not None:   # as the cells record it: a protocol's optional fields only when set
@@ -364,11 +421,20 @@ def _check_alike(v: Validation, replicated: list) -> None:
         for fld, value, expected in (
                 ("labels.digest", result.labels and result.labels.digest, base.labels and base.labels.digest),
                 ("teacher.cache_key", result.teacher.get("cache_key"), base.teacher.get("cache_key")),
-                ("method.origin", result.method.origin, base.method.origin)):
+                ("method.origin", *_method_code(result.method.origin, base.method.origin))):
             if value != expected:
                 v.error(f"{cell_folder(result.seed, result.source, result.replicate)}/{RESULT_FILE}", fld,
                         f"is {str(value)[:80]!r}, naive's own cell ({cell_folder(result.seed, result.source)}) records "
                         f"{str(expected)[:80]!r}: a replicate differs from it in the student's randomness alone", rerun)
+
+
+def _method_code(a: dict, b: dict) -> tuple:
+    """What must match of two cells' method origins for one to be the other's replicate: their normalised code digest
+    where both record one under the same scheme (bench.core.versions: a docstring edit between two runs is the same
+    code), else the whole origin, file sha256 and all."""
+    if a.get("digest_scheme") is not None and a.get("digest_scheme") == b.get("digest_scheme") and a.get("code_digest"):
+        return a.get("code_digest"), b.get("code_digest")
+    return a, b
 
 
 def _check_fresh_from(v: Validation, meta: dict, protocol: ProtocolSpec, held: set[int]) -> None:
@@ -431,5 +497,6 @@ def validate_submission(folder: Path, protocols: Mapping[str, ProtocolSpec] | No
         pass
     except (OSError, KeyError, TypeError, ValueError) as error:  # malformed beyond what the schema says
         v.error(".", "", f"could not be read: {type(error).__name__}: {str(error)[:200]}", REGENERATE)
+    v.store = None   # what validation read from it is in v.pairs; the board keeps outcomes, not tables
     v.close()
     return v

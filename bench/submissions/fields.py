@@ -4,6 +4,7 @@ paths, recorded commands without local paths, and a JSON file read against its p
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -59,11 +60,18 @@ def tokenizer_text_limit(loc: tuple, is_key: bool) -> int | None:
     return limits.MAX_TEMPLATE_CHARS if loc[2] == "chat_template" else limits.MAX_TEXT_CHARS
 
 
+@lru_cache(maxsize=1 << 16)
+def _unsafe(text: str, markup_ok: bool) -> str | None:
+    """``unsafe_text``, once per distinct string: every cell of a submission repeats its model pair's and
+    protocol's strings."""
+    return unsafe_text(text, markup_ok=markup_ok)
+
+
 def check_text(v: Validation, file: str, obj: Any) -> None:
     for loc, text, is_key in strings(obj):
         tokenizer_limit = tokenizer_text_limit(loc, is_key)
         limit = tokenizer_limit or limits.MAX_TEXT_CHARS
-        what = unsafe_text(text, markup_ok=tokenizer_limit is not None)
+        what = _unsafe(text, tokenizer_limit is not None)
         if what:
             v.error(file, field_path(loc), f"text {text[:60]!r} contains {what}, which could be markup, script or "
                                        "disguised text where it is shown",
@@ -80,14 +88,17 @@ def no_constants(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel]) -> BaseModel:
+def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel], content: bytes | None = None) -> BaseModel:
+    """``folder / rel`` (or ``content``, the file's bytes as a store keeps them) as ``model``, after its size, JSON, text
+    and schema version are checked; _Stop after recording what is wrong."""
     path = folder / rel
-    size = path.stat().st_size
+    size = path.stat().st_size if content is None else len(content)
     if size > limits.MAX_JSON_BYTES:
         v.error(rel, "", f"{size} bytes, over the limit of {limits.MAX_JSON_BYTES}", REGENERATE)
         raise _Stop
     try:
-        data = json.loads(path.read_bytes().decode("utf-8"), parse_constant=no_constants)
+        data = json.loads((path.read_bytes() if content is None else content).decode("utf-8"),
+                          parse_constant=no_constants)
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         v.error(rel, "", f"not valid JSON ({str(error)[:200]})", REGENERATE)
         raise _Stop from None

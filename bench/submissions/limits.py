@@ -24,6 +24,8 @@ MAX_SCORES_BYTES = 64 * 2**20          # one scores file, decompressed
 MAX_SCORES_LINE_BYTES = 4096           # one line of a scores file (a real one is under 200 bytes)
 MAX_PAIRS_PER_EVAL_SET = 100_000       # n_pairs of one eval set; the protocol's test_size bounds it first (1,000 for the real one)
 MAX_FILES = 5000
+MAX_STORE_INFLATED_BYTES = 512 * 2**20   # a store's three tables decompressed, by their own metadata (a reference
+                                         # submission's are under 60 MB), checked before they are read
 MAX_SOURCE_BYTES = 2**20               # the method's source a submission of a method that is not built in carries
 MAX_TEXT_CHARS = 4000                  # one string field
 MAX_ERRORS_PER_KIND = 10               # bad lines of one kind reported per scores file, then "and N more lines like these"
@@ -125,6 +127,7 @@ class Validation:
     pairs: list = field(default_factory=list)   # per cell that recomputes, its per-pair correctness (bench.core.cells.Cell)
     controls: list = field(default_factory=list)   # likewise of naive's replicates (CellRef.replicate): no row of theirs
     name: str = ""   # how to call it: its path in the submissions root (unique there)
+    store: object = None   # the bench.core.store.Store its cells are read from; None for a folder of cell folders
 
     @property
     def ok(self) -> bool:

@@ -23,6 +23,7 @@ from bench.core.result_schema import (
 )
 from bench.core.results import BASELINE, load_cell, params_slug
 from bench.core.specs import ModelPairSpec, ProtocolSpec
+from bench.core.store import migrate_folder
 from bench.submissions.check import validate_submission
 from bench.submissions.commands import public_command
 from bench.submissions.limits import (
@@ -226,11 +227,13 @@ def _write(chosen: dict, controls: dict, protocol: ProtocolSpec, folder: Path, s
 
 def submit(paths: list[Path], out: Path, submitter: str, command: str = "", force: bool = False,
            protocols: Mapping[str, ProtocolSpec] | None = None,
-           model_pairs: Mapping[str, ModelPairSpec] | None = None, fresh_from: int | None = None) -> list[Path]:
+           model_pairs: Mapping[str, ModelPairSpec] | None = None, fresh_from: int | None = None,
+           folders: bool = False) -> list[Path]:
     """One submission per method x params x model pair x protocol found in the results ``paths``,
     written to ``out/<protocol>/<models>/<slug>/`` and validated; all or nothing. ``command`` (the
     ``bench submit`` line) and the cells' commands are stored through ``public_command``. ``fresh_from``: the
-    seeds below it chose these methods, so their Δ against naive is decided on the others (SubmissionFile)."""
+    seeds below it chose these methods, so their Δ against naive is decided on the others (SubmissionFile). The cells
+    are kept as a store (bench.core.store); ``folders``: as a folder per cell instead (the layout before it)."""
     from bench.core.protocols import protocol_named
 
     what = unsafe_text(submitter)   # the same rule as validation's, said before anything is packed
@@ -263,6 +266,8 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
             _write(chosen, controls, protocol, staging, submitter, command, fresh_from)
             if source is not None:
                 (staging / METHOD_SOURCE_FILE).write_bytes(source)
+            if not folders:   # the compact store (bench.core.store), each cell read back byte for byte first
+                migrate_folder(staging)
             check = validate_submission(staging, protocols, model_pairs)
             if not check.ok:
                 raise BenchError(f"the submission for {destination} does not validate:\n  " +

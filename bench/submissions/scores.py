@@ -7,8 +7,11 @@ import csv
 import gzip
 import math
 import zlib
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
+
+import numpy as np
 
 import bench.submissions.limits as limits
 from bench.core.result_schema import CANDIDATE_COLUMNS, SCORE_COLUMNS
@@ -162,3 +165,110 @@ def as_rows(parsed: list[tuple], columns: tuple[str, ...] = SCORE_COLUMNS) -> It
     CANDIDATE_COLUMNS for ``read_candidates``' rows."""
     for values in parsed:
         yield dict(zip(columns, values))
+
+
+# --- a cell of a store (bench.core.store) ---------------------------------------------------------------------
+@lru_cache(maxsize=1 << 17)
+def _unsafe(text: str | None) -> str | None:
+    """``unsafe_text`` once per distinct id: every method's cells of a seed and source score the same test pairs."""
+    return "a missing value" if text is None else unsafe_text(text)
+
+
+def _stored_rows(v: Validation, rel: str, keys: list[list], numbers: np.ndarray, max_rows: int, declared: str,
+                 judge: Callable[[int, tuple], tuple[str, str] | None], kinds: dict[str, str]) -> list[tuple] | None:
+    """A store's rows of one cell checked as ``_read_rows`` checks a file's: ``keys`` the text columns, ``numbers``
+    the number columns (rows x k, float64, NaN for a missing one), ``judge(row, keys)`` a row's (kind, message)
+    or None. The same tuples as ``_read_rows`` gives, or None after recording what is wrong."""
+    n = len(numbers)
+    if n > max_rows:
+        v.error(rel, "", f"holds {n} rows, more than {max_rows}, {declared}", REGENERATE)
+        return None
+    bad: dict[str, list[str]] = {kind: [] for kind in kinds}
+    finite = np.isfinite(numbers).all(axis=1)
+    rows = list(zip(*keys, *numbers.T.tolist())) if n else []
+    for k, row in enumerate(rows):
+        got = judge(k, row) or (None if finite[k] else ("number", f"row {k + 1}: the scores must be finite numbers"))
+        if got is not None:
+            bad[got[0]].append(got[1])
+    for kind, messages in bad.items():
+        for problem in messages[:limits.MAX_ERRORS_PER_KIND]:
+            v.error(rel, "", problem, REGENERATE)
+        if len(messages) > limits.MAX_ERRORS_PER_KIND:
+            v.error(rel, "", f"and {len(messages) - limits.MAX_ERRORS_PER_KIND} more rows with {kinds[kind]}",
+                    REGENERATE)
+    return None if any(bad.values()) else rows
+
+
+def _clean_keys(keys: list[list], wanted: Mapping[str, int], unique: list[tuple]) -> bool:
+    """Whether every row's eval set is one of ``wanted``, every id is safe text, and no key of ``unique`` repeats:
+    the common case, checked without a message per row (a row that fails is then worded by ``judge``)."""
+    return (all(e in wanted for e in set(keys[0])) and not any(_unsafe(t) for column in keys[1:3] for t in set(column))
+            and len(set(unique)) == len(unique))
+
+
+def stored_scores(v: Validation, rel: str, store, i: int, n_pairs: Mapping[str, int]):
+    """``read_scores`` for cell ``i`` of a store, as columns (bench.core.columns.ScoreColumns): the same checks (a
+    row's eval set, a pair given twice, its id's text, finite scores) on the store's arrays; None after recording
+    what is wrong, worded row by row."""
+    from bench.core.columns import ScoreColumns
+
+    lo, hi = store.pair_spans[i], store.pair_spans[i + 1]
+    eval_set, pair_id = (store.pairs[name][lo:hi] for name in SCORE_COLUMNS[:2])
+    numbers = np.column_stack([store.pairs[name][lo:hi] for name in SCORE_COLUMNS[2:]])
+    keys = [eval_set.tolist(), pair_id.tolist()]
+    if len(numbers) <= sum(n_pairs.values()) and np.isfinite(numbers).all() and \
+            _clean_keys(keys, n_pairs, list(zip(*keys))):
+        return ScoreColumns(eval_set, pair_id, *numbers.T)
+    seen: set = set()
+
+    def judge(k: int, row: tuple) -> tuple[str, str] | None:
+        eval_set, pair_id = row[0], row[1]
+        if eval_set not in n_pairs:
+            return "eval_set", f"row {k + 1}: eval set {str(eval_set)[:60]!r} is not one of this cell's"
+        if (eval_set, pair_id) in seen:
+            return "twice", f"row {k + 1}: pair {str(pair_id)[:60]!r} of {eval_set} twice"
+        seen.add((eval_set, pair_id))
+        what = _unsafe(pair_id)
+        return ("text", f"row {k + 1}: pair id contains {what}") if what else None
+
+    _stored_rows(v, rel, keys, numbers, sum(n_pairs.values()), "the pairs its result.json's eval sets declare "
+                 "(n_pairs)", judge, _BAD_KINDS)
+    return None
+
+
+def stored_candidates(v: Validation, rel: str, store, i: int, n_sets: Mapping[str, int], n: int):
+    """``read_candidates`` for cell ``i`` of a store, as columns (bench.core.columns.CandidateColumns), the scores of
+    candidates 0 and 1 of a pair's set filled in from the pair's (bench.core.store.Store.candidate_columns); None
+    after recording what is wrong."""
+    from bench.core.columns import CandidateColumns
+    from bench.core.store import StoreError
+
+    try:
+        eval_set, set_id, pair_id, candidate, grade, teacher, student = store.candidate_columns(i)
+    except StoreError as error:
+        v.error(rel, "", str(error).split(": ", 1)[-1], REGENERATE)
+        return None
+    numbers = np.column_stack([grade, teacher, student])
+    keys = [eval_set.tolist(), set_id.tolist(), pair_id.tolist(), [str(c) for c in candidate.tolist()]]
+    if len(numbers) <= n * sum(n_sets.values()) and np.isfinite(numbers).all() and (candidate < n).all() and \
+            _clean_keys(keys, n_sets, list(zip(keys[0], keys[1], keys[3]))):
+        return CandidateColumns(eval_set, set_id, pair_id, candidate, grade, teacher, student)
+    seen: set = set()
+
+    def judge(k: int, row: tuple) -> tuple[str, str] | None:
+        eval_set, set_id, pair_id, candidate = row[:4]
+        if eval_set not in n_sets:
+            return "eval_set", f"row {k + 1}: eval set {str(eval_set)[:60]!r} is not one of this cell's"
+        what = _unsafe(set_id) or _unsafe(pair_id)
+        if what:
+            return "text", f"row {k + 1}: set or pair id contains {what}"
+        if not int(candidate) < n:
+            return "candidate", f"row {k + 1}: candidate {candidate} of set {set_id[:60]!r} is not 0 to {n - 1}"
+        if (eval_set, set_id, candidate) in seen:
+            return "twice", f"row {k + 1}: candidate {candidate} of set {set_id[:60]!r} of {eval_set} twice"
+        seen.add((eval_set, set_id, candidate))
+        return None
+
+    _stored_rows(v, rel, keys, numbers, n * sum(n_sets.values()), f"{n} candidates for each set its result.json's "
+                 "eval sets declare (n_sets)", judge, _BAD_CANDIDATE_KINDS)
+    return None

@@ -9,7 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Mapping
 
-from bench.core.results import BASELINE   # the reference submission whose teacher is every other's, where none is committed
+# BASELINE: the reference submission whose teacher is every other's, where none is committed
+from bench.core.results import BASELINE
 from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import REFERENCES, SUBMISSION_FILE, Validation
@@ -107,8 +108,8 @@ def check_teachers(validations: list[Validation], beside: list[Validation] = (),
 def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = None,
                   model_pairs: Mapping[str, ModelPairSpec] | None = None,
                   validate: Callable[..., Validation] = validate_submission) -> list[Validation]:
-    """Validate every submission under ``path`` (each with ``validate``, which the leaderboard's cache
-    replaces: leaderboard/cache.py); also refuse duplicates and misplaced folders, and warn where
+    """Validate every submission under ``path`` (each with ``validate``, which the validation record
+    replaces: bench.submissions.record); also refuse duplicates and misplaced folders, and warn where
     submissions disagree on the teacher."""
     path = Path(path)
     validations = [validate(folder, protocols, model_pairs) for folder in find_submissions(path)]

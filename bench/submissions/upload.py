@@ -18,12 +18,14 @@ import bench.submissions.limits as limits
 from bench.core.errors import BenchError
 from bench.core.report import fmt
 from bench.core.result_schema import METHOD_SOURCE_FILE
+from bench.core.store import STORE_FILES
 from bench.submissions.limits import CELL_FILE_RE, SUBMISSION_FILE
 
 REZIP = "zip the submission folder again (python -m zipfile -c sub.zip FOLDER/)"
-LAYOUT = ("submission.json, cells/seed<N>/<source>/{result.json,scores.csv.gz} (with candidates.csv.gz on a protocol "
-          "with candidate sets; naive's replicates under cells/replicate<R>/) and, for a method that is not built in, "
-          f"{METHOD_SOURCE_FILE} only")
+LAYOUT = (f"submission.json, its cells ({', '.join(STORE_FILES)}, as bench submit writes them, or "
+          "cells/seed<N>/<source>/{result.json,scores.csv.gz}, with candidates.csv.gz on a protocol with candidate sets "
+          f"and naive's replicates under cells/replicate<R>/) and, for a method that is not built in, {METHOD_SOURCE_FILE} "
+          "only")
 
 
 def size_text(n: int) -> str:
@@ -80,7 +82,8 @@ def extract_upload(archive: Path, dest: Path) -> Path:
             if stat.S_ISLNK(info.external_attr >> 16):
                 raise BenchError(f"the upload holds a link, {name[:100]!r}; a submission holds only files")
             rel = name[len(prefix):] if name.startswith(prefix) else None
-            if rel is None or (rel not in (SUBMISSION_FILE, METHOD_SOURCE_FILE) and not CELL_FILE_RE.fullmatch(rel)):
+            if rel is None or (rel not in (SUBMISSION_FILE, METHOD_SOURCE_FILE, *STORE_FILES)
+                               and not CELL_FILE_RE.fullmatch(rel)):
                 raise BenchError(f"the upload holds {name[:100]!r}, which is not part of a submission ({LAYOUT}, "
                                  f"here under {prefix or 'the top of the archive'!r}); remove it and {REZIP}")
             if rel in seen:

@@ -1,0 +1,160 @@
+"""The validation record (bench.submissions.record): each submission's outcome stored by its files' checksums,
+read back by the board and by `bench validate` only while the files, the validating code and the registries are
+the same; a changed file is validated in full, --no-cache validates everything again; and the suite validates
+the committed submissions once per session through it (conftest.py's ``committed_validations``)."""
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from small_runs import flip_one_student_pair, hostile_root
+
+from bench.cli import main
+from bench.submissions import record
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "submissions" / "mini" / "tiny"
+SLUGS = ("ceiling", "length")   # two small reference submissions: 1-2 CPU-s to validate both
+
+
+def outcome(v):
+    return ([str(p) for p in v.errors], [str(p) for p in v.warnings], v.submission, [c.model_dump() for c in v.cells],
+            [(c.method, c.seed, c.source, [(e.name, e.role, e.pair_ids, e.teacher.tolist(), e.student.tolist())
+                                           for e in c.eval_sets]) for c in v.pairs])
+
+
+@pytest.fixture
+def validated(monkeypatch):
+    """The folders record.validate_submission validates in full, as they are validated."""
+    calls, real = [], record.validate_submission
+    monkeypatch.setattr(record, "validate_submission", lambda folder, *a, **k: calls.append(Path(folder)) or real(folder, *a, **k))
+    return calls
+
+
+def test_validation_is_cached_by_the_files_checksums(runs, tmp_path, validated):
+    root = hostile_root(runs, tmp_path / "subs")
+    store = tmp_path / "cache"
+    first = record.validate_tree(root, runs.protocols, runs.model_pairs, store)
+    validated.clear()
+    again = record.validate_tree(root, runs.protocols, runs.model_pairs, store)
+    assert validated == [] and [outcome(v) for v in again] == [outcome(v) for v in first]
+    # one changed file: only its submission is validated again, and the change is seen
+    naive = root / "mini-test" / "tiny-test" / "naive"
+    eval_set = flip_one_student_pair(naive / "cells" / "seed0" / "mini__recipes")
+    changed = {v.key: v for v in record.validate_tree(root, runs.protocols, runs.model_pairs, store)}
+    assert validated == [naive]
+    assert f"eval_sets.{eval_set}.student_acc" in " ".join(map(str, changed["mini-test/tiny-test/naive"].errors))
+    # a damaged entry is ignored and written again
+    entry = record.entry_path(store, root / "mini-test" / "tiny-test" / "ceiling")
+    entry.write_text('{"format": 1, "key": "')
+    validated.clear()
+    rebuilt = {v.key: v for v in record.validate_tree(root, runs.protocols, runs.model_pairs, store)}
+    assert validated == [root / "mini-test" / "tiny-test" / "ceiling"] and rebuilt["mini-test/tiny-test/ceiling"].ok
+    assert json.loads(entry.read_text())["format"] == record.FORMAT
+    # another registered protocol spec is another key: everything is validated again
+    other = {name: dataclasses.replace(spec, version="9") for name, spec in runs.protocols.items()}
+    validated.clear()
+    record.validate_tree(root, other, runs.model_pairs, store)
+    assert len(validated) == 5
+    # the entries of a folder that is gone are removed
+    shutil.rmtree(root / "mini-test" / "tiny-test" / "hostile")
+    record.validate_tree(root, runs.protocols, runs.model_pairs, store)
+    assert not record.entry_path(store, root / "mini-test" / "tiny-test" / "hostile").exists()
+
+
+def test_the_cache_key_holds_every_module_validation_runs():
+    """VALIDATION_CODE lists the modules whose source decides a validation outcome; a module they import
+    from bench that is not listed would change outcomes without changing the key."""
+    import ast
+
+    listed = set(record.VALIDATION_CODE)
+    assert "bench.submissions.record" in listed   # how an outcome is stored and read back
+    for module in listed - {"bench.core.protocols", "bench.submissions.record"}:   # the protocols are keyed by their hashes
+        tree = ast.parse((ROOT / Path(*module.split("."))).with_suffix(".py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bench"):
+                names = [f"{node.module}.{a.name}" for a in node.names]
+                found = [n for n in names if (ROOT / Path(*n.split("."))).with_suffix(".py").is_file()] or [node.module]
+                assert set(found) <= listed | {"bench.submissions"}, (module, found)
+
+
+def test_the_cached_tree_checks_what_bench_validate_checks(runs, tmp_path):
+    """record.validate_tree runs tree.validate_tree's checks across submissions on recorded outcomes;
+    both must find the same problems (a duplicate, a misplaced folder, the hostile text)."""
+    from bench.submissions.tree import validate_tree
+
+    root = hostile_root(runs, tmp_path / "subs")
+    shutil.copytree(root / "mini-test" / "tiny-test" / "naive", root / "mini-test" / "tiny-test" / "naive-again")
+    for _ in range(2):   # from an empty record, then from the record
+        cached = record.validate_tree(root, runs.protocols, runs.model_pairs, tmp_path / "cache")
+        plain = validate_tree(root, runs.protocols, runs.model_pairs)
+        assert [(v.key, [str(p) for p in v.errors], [str(p) for p in v.warnings]) for v in cached] == \
+            [(v.key, [str(p) for p in v.errors], [str(p) for p in v.warnings]) for v in plain]
+    assert any("duplicates" in str(p) for v in cached for p in v.errors)
+
+
+# --- bench validate ---------------------------------------------------------------------------------------------
+def change_one_byte(folder: Path) -> str:
+    """The first digit of the summary's student_id in ``folder``'s submission.json changed (a number the cells
+    must give); returns the line of the error it makes."""
+    path = folder / "submission.json"
+    data = bytearray(path.read_bytes())
+    at = data.index(b'"student_id": ') + len(b'"student_id": ')
+    data[at] = ord("1") if data[at] != ord("1") else ord("2")
+    path.write_bytes(bytes(data))
+    return "     error: submission.json: summary.student_id: is "
+
+
+def validate(capsys, *args) -> tuple[int, list[str], str]:
+    """bench validate ARGS: its exit code, its lines per submission, and its last line (the count)."""
+    code = main(["validate", *map(str, args)])
+    *lines, count = capsys.readouterr().out.splitlines()
+    return code, lines, count
+
+
+def test_bench_validate_reads_unchanged_submissions_from_the_record(tmp_path, monkeypatch, capsys, validated):
+    """The second bench validate reads both submissions from the record and prints what the first did; a changed
+    byte gets its submission validated in full (its error found), the other still read; --no-cache validates both."""
+    if not all((COMMITTED / slug).is_dir() for slug in SLUGS):
+        pytest.skip("no reference submissions")
+    monkeypatch.setenv("SHIFTBENCH_CACHE", str(tmp_path / "cache"))   # this test's own record: it counts what is read
+    root = tmp_path / "subs"
+    for slug in SLUGS:
+        shutil.copytree(COMMITTED / slug, root / "mini" / "tiny" / slug)
+    folders = [root / "mini" / "tiny" / slug for slug in SLUGS]
+
+    code, first, count = validate(capsys, root)
+    assert code == 0 and validated == folders
+    assert count.startswith("2 of 2 submissions pass: complete, on the registered protocol, and every number ")
+    assert count.endswith("(0 from the validation record, unchanged since validated)")
+    assert list((tmp_path / "cache" / "leaderboard").glob("*.json")) != []
+
+    validated.clear()
+    code, again, count = validate(capsys, root)
+    assert code == 0 and validated == [] and again == first
+    assert count.endswith("(2 from the validation record, unchanged since validated; --no-cache validates them again)")
+
+    ceiling = folders[0]
+    error = change_one_byte(ceiling)
+    code, changed, count = validate(capsys, root)
+    assert code == 1 and validated == [ceiling]
+    assert f"FAIL {ceiling}" in changed and any(line.startswith(error) and "but the cells give" in line for line in changed)
+    assert count.startswith("1 of 2 submissions pass") and "(1 from the validation record" in count
+
+    validated.clear()
+    code, fresh, count = validate(capsys, "--no-cache", root)
+    assert code == 1 and validated == folders and fresh == changed
+    assert count.startswith("1 of 2 submissions pass") and count.endswith("(all validated in full: --no-cache)")
+
+
+def test_the_committed_submissions_are_validated_once_per_session(committed_validations, capsys, validated):
+    """conftest.py's committed_validations fills the session's record ($SHIFTBENCH_CACHE/leaderboard, under the
+    session's own cache folder), so bench validate on submissions/ reads every one from it: none is validated again."""
+    from bench.core.settings import default_cache_dir
+
+    assert default_cache_dir() != Path.home() / ".cache" / "shiftbench"   # the suite never writes the user's cache
+    code, lines, count = validate(capsys, ROOT / "submissions")
+    n = len(committed_validations)
+    assert code == 0 and validated == [] and sum(line.startswith("ok ") for line in lines) == n
+    assert count.startswith(f"{n} of {n} submissions pass") and f"({n} from the validation record" in count

@@ -1,0 +1,203 @@
+"""The compact results store (bench.core.store): what bench submit and bench migrate write, read back byte for byte,
+validated as the folders it replaces are, and refused when damaged."""
+from __future__ import annotations
+
+import gzip
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from bench.core.result_schema import CANDIDATES_FILE, RESULT_FILE, SCORES_FILE
+from bench.core.store import (
+    CANDIDATES,
+    CELLS,
+    PAIRS,
+    STORE_FILES,
+    StoreError,
+    cell_folders,
+    index_cells,
+    load_store,
+    migrate_folder,
+    unpack,
+)
+from bench.submissions import validate_submission
+
+
+def outcome(v) -> dict:
+    """What the board and bench validate read of a validation: errors, warnings, cells, per-pair correctness."""
+    def cells(found):
+        return [(c.method, c.seed, c.source, [(e.name, e.pair_ids, e.teacher.tolist(), e.student.tolist())
+                                              for e in (*c.eval_sets, *c.bon)]) for c in found]
+
+    return {"errors": [str(p) for p in v.errors], "warnings": [str(p) for p in v.warnings],
+            "submission": v.submission, "results": [c.model_dump() for c in v.cells], "pairs": cells(v.pairs),
+            "controls": cells(v.controls)}
+
+
+@pytest.fixture(scope="module")
+def folders(fresh_runs, tmp_path_factory) -> Path:
+    """naive's submission on the fresh-seed protocol (its replicate and best-of-4 candidate sets): per-cell folders."""
+    return fresh_runs.submissions / "mini-fresh" / "tiny-test" / "naive"
+
+
+@pytest.fixture
+def stored(folders, tmp_path) -> Path:
+    """A private copy of ``folders``, migrated into a store."""
+    copy = shutil.copytree(folders, tmp_path / "naive")
+    migrate_folder(copy)
+    return copy
+
+
+def test_migrate_keeps_every_number_and_removes_the_folders(fresh_runs, folders, stored):
+    assert sorted(p.name for p in stored.iterdir()) == sorted([*STORE_FILES, "submission.json"])
+    assert (stored / "submission.json").read_bytes() == (folders / "submission.json").read_bytes()
+    before = validate_submission(folders, fresh_runs.protocols, fresh_runs.model_pairs)
+    after = validate_submission(stored, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert before.ok and after.ok and before.controls   # naive's replicate is read too
+    assert outcome(after) == outcome(before)
+
+
+def test_a_store_unpacks_into_the_files_it_was_made_from(folders, stored, tmp_path):
+    assert unpack(stored, tmp_path / "back") == len(load_store(stored).paths)
+    originals = sorted(p.parent.relative_to(folders) for p in folders.rglob(RESULT_FILE))
+    assert sorted(p.parent.relative_to(tmp_path / "back") for p in (tmp_path / "back").rglob(RESULT_FILE)) == originals
+    for rel in originals:
+        assert (tmp_path / "back" / rel / RESULT_FILE).read_bytes() == (folders / rel / RESULT_FILE).read_bytes()
+        for name in (SCORES_FILE, CANDIDATES_FILE):
+            assert gzip.decompress((tmp_path / "back" / rel / name).read_bytes()) == \
+                gzip.decompress((folders / rel / name).read_bytes())
+
+
+def test_bench_submit_writes_a_store_that_validates_as_its_folders_do(fresh_runs, folders, tmp_path):
+    from bench.submissions.pack import submit
+
+    [written] = submit([fresh_runs.results / "mini-fresh" / "tiny-test" / "naive",
+                        fresh_runs.results / "mini-fresh" / "tiny-test" / "naive#1"], tmp_path / "subs", "test suite",
+                       command="bench submit results", protocols=fresh_runs.protocols,
+                       model_pairs=fresh_runs.model_pairs)
+    assert sorted(p.name for p in written.iterdir()) == sorted([*STORE_FILES, "submission.json"])
+    store = validate_submission(written, fresh_runs.protocols, fresh_runs.model_pairs)
+    packed = validate_submission(folders, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert store.ok
+    assert outcome(store)["pairs"] == outcome(packed)["pairs"]
+    assert outcome(store)["controls"] == outcome(packed)["controls"]
+    # a store is smaller than the folders it replaces
+    assert sum(p.stat().st_size for p in written.iterdir()) < sum(p.stat().st_size for p in folders.rglob("*")
+                                                                 if p.is_file())
+
+
+def _rewrite(path: Path, change) -> None:
+    table = pq.read_table(path)
+    pq.write_table(change(table), path)
+
+
+def test_a_changed_score_in_a_store_is_refused(fresh_runs, stored):
+    def bump(table):
+        student = table.column("student_chosen").to_numpy().copy()
+        student[0] = -student[0] - 50.0      # the first pair flips to wrong for the student
+        return table.set_column(table.schema.get_field_index("student_chosen"), "student_chosen",
+                                pa.array(student, type=pa.float32()))
+
+    _rewrite(stored / PAIRS, bump)
+    v = validate_submission(stored, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert not v.ok and any("is not the one cells.parquet was written with" in p.message for p in v.errors)
+    # even with the tables' sha256s made to agree, the numbers do not recompute
+    _reseal(stored)
+    v = validate_submission(stored, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert not v.ok and any("per-pair scores give" in p.message for p in v.errors), v.errors
+
+
+def _reseal(folder: Path) -> None:
+    """cells.parquet's record of the other tables' sha256s made to match them, as a forger would."""
+    import hashlib
+    import json
+
+    table = pq.read_table(folder / CELLS)
+    meta = json.loads(table.schema.metadata[b"shiftbench-store"])
+    for name in (PAIRS, CANDIDATES):
+        meta[name] = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+    pq.write_table(table.replace_schema_metadata({b"shiftbench-store": json.dumps(meta).encode()}), folder / CELLS)
+
+
+def test_a_changed_result_in_a_store_is_refused(fresh_runs, stored):
+    def edit(table):
+        results = table.column("result_json").to_pylist()
+        results[0] = results[0].replace(b'"student_acc": ', b'"student_acc": 1', 1)
+        return table.set_column(table.schema.get_field_index("result_json"), "result_json",
+                                pa.array(results, type=pa.binary()))
+
+    _rewrite(stored / CELLS, edit)
+    _reseal(stored)
+    v = validate_submission(stored, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert any(p.file.endswith(RESULT_FILE) and "sha256 is not the one submission.json lists" in p.message
+               for p in v.errors), v.errors
+
+
+@pytest.mark.parametrize("damage, expected", [
+    (lambda f: (f / CANDIDATES).unlink(), "but not candidates.parquet"),
+    (lambda f: (f / PAIRS).write_bytes(b"not parquet"), "not readable Parquet"),
+    (lambda f: (f / "cells" / "seed0" / "mini__x").mkdir(parents=True) or
+     (f / "cells" / "seed0" / "mini__x" / RESULT_FILE).write_text("{}"), "holds both a store and cell folders"),
+])
+def test_a_damaged_store_is_refused_with_the_fix(fresh_runs, stored, damage, expected):
+    damage(stored)
+    v = validate_submission(stored, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert any(expected in p.message for p in v.errors), v.errors
+    assert all(p.fix for p in v.errors)
+
+
+def test_a_store_over_the_decompressed_limit_is_not_read(fresh_runs, stored, monkeypatch):
+    import bench.submissions.limits as limits
+
+    monkeypatch.setattr(limits, "MAX_STORE_INFLATED_BYTES", 1000)
+    v = validate_submission(stored, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert any("decompress to" in p.message and "over the limit" in p.message for p in v.errors)
+    assert not v.cells
+
+
+def test_results_refer_to_the_cells_a_submission_holds(fresh_runs, tmp_path):
+    """extra-seeds' layout: a results folder whose cells a submission also holds keeps them once, by reference;
+    bench verify and compare read them through it, and a reference that leads nowhere is an error that says so."""
+    from bench.cli import main
+
+    root = tmp_path / "tree"
+    shutil.copytree(fresh_runs.submissions, root / "submissions")
+    shutil.copytree(fresh_runs.results, root / "extra")
+    migrate_folder(root / "submissions" / "mini-fresh" / "tiny-test" / "naive")
+    index = index_cells(root / "submissions")
+    kept, referred = migrate_folder(root / "extra" / "mini-fresh" / "tiny-test" / "naive", index=index)
+    assert kept == 0 and referred > 0   # every cell of naive's run is in its submission
+    extra = root / "extra" / "mini-fresh" / "tiny-test" / "naive"
+    assert sum(p.stat().st_size for p in extra.iterdir()) < 30_000
+    original = sorted(p.parent for p in (fresh_runs.results / "mini-fresh" / "tiny-test" / "naive").rglob(RESULT_FILE))
+    assert [f.relative_to(extra) for f in cell_folders(extra)] == [f.relative_to(original[0].parents[1])
+                                                                     for f in original]
+    assert main(["verify", "--out", str(root / "extra")]) == 0
+    shutil.rmtree(root / "submissions")
+    with pytest.raises(StoreError, match="does not hold that cell"):
+        load_store(extra).cell(0)
+
+
+def test_compare_reads_a_store_as_it_reads_folders(fresh_runs, tmp_path, capsys):
+    from bench.cli import main
+
+    args = ["compare", "anchor", "naive", "--out"]
+    assert main([*args, str(fresh_runs.results)]) == 0
+    folders_out = capsys.readouterr().out
+    copy = shutil.copytree(fresh_runs.results, tmp_path / "results")
+    assert main(["migrate", str(copy)]) == 0
+    assert not list(copy.rglob(RESULT_FILE))
+    capsys.readouterr()
+    assert main([*args, str(copy)]) == 0
+    assert capsys.readouterr().out == folders_out
+
+
+def test_float32_scores_are_stored_as_float32(stored):
+    table = pq.read_table(stored / PAIRS)
+    assert table.schema.field("student_chosen").type == pa.float32()
+    store = load_store(stored)
+    assert np.isfinite(store.pairs["teacher_chosen"]).all()
