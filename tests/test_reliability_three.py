@@ -419,6 +419,8 @@ def test_read_only_destinations_of_submit_and_export_are_clear_errors():
         # every harness module (and so what the commands import) imported before dropping: nobody may not read
         # the installed files or the clone's folder; the test is about the destination, not the install
         code = ("import os, sys, importlib, pkgutil, statistics, pandas, bench\n"
+                # the store's reader imports pyarrow when it first reads one (bench.core.store)
+                "import pyarrow, pyarrow.parquet, pyarrow.compute\n"
                 "for m in pkgutil.walk_packages(bench.__path__, 'bench.'):\n"
                 "    if not m.name.endswith('__main__') and 'vllm' not in m.name: importlib.import_module(m.name)\n"
                 # and the committed reference teacher read before dropping, kept for validation to find
