@@ -1,8 +1,8 @@
 """How the board and validation scale with the number of submissions: N copies of one 18-cell mini-v2 reference
 submission, each a valid submission of its own (its method's parameter set to another value), in the compact store.
 
-    python benchmarks/board_scale.py make /tmp/scale --n 1000       # writes /tmp/scale/submissions (n x 18 cells)
-    python benchmarks/board_scale.py time /tmp/scale                # cold and warm: validation, then the board
+    python benchmarks/board_scale.py make SCALE --n 1000       # writes SCALE/submissions (n x 18 cells)
+    python benchmarks/board_scale.py time SCALE                # cold and warm: validation, then the board
 
 ``make`` copies ``submissions/mini-v2/tiny-lr3e-4/bsr_lam=0.001`` (migrated into a store if it is still folders),
 and for copy k sets ``method.params.lam`` to 0.001 + k * 1e-6 in every cell's result.json, with the slug and the

@@ -1,8 +1,8 @@
 """Whether a migrated tree of results reads exactly as the tree it was migrated from (bench migrate, the compact
 store): every submission's validation outcome, and every results cell, compared value for value.
 
-    git worktree add /tmp/before 9959b0e        # the tree before the migration, e.g. at the last commit before it
-    python benchmarks/store_equivalence.py /tmp/before .
+    mkdir BEFORE && git archive 9959b0e submissions extra-seeds | tar -x -C BEFORE   # the tree before the migration
+    python benchmarks/store_equivalence.py BEFORE .
 
 For each submission under ``BEFORE/submissions`` it validates both copies (bench.submissions.validate_submission,
 from scratch: no validation record) and requires the same errors, warnings, submission.json, every cell's result,

@@ -145,10 +145,8 @@ def merged(tmp_path_factory, name: str, *sets) -> tuple:
 def as_folders(root: Path) -> Path:
     """Every submission under ``root`` kept in the compact store (bench.core.store) rewritten in place as cell
     folders, the layout whose files the tests that damage a cell edit (tests/test_store.py damages a store)."""
-    from bench.core.store import CELLS, STORE_FILES, unpack
+    from bench.core.store import CELLS, unpack
 
     for cells in sorted(Path(root).rglob(CELLS)):
-        unpack(cells.parent, cells.parent)
-        for name in STORE_FILES:
-            (cells.parent / name).unlink()
+        unpack(cells.parent, cells.parent)   # in place: the tables removed once every cell is written
     return root

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from bench.core.result_schema import RESULT_FILE
-from bench.core.store import CELLS, STORE_FILES, index_cells, migrate_folder, unpack
+from bench.core.store import CELLS, index_cells, migrate_folder, unpack
 
 
 def _units(root: Path) -> list[Path]:
@@ -41,10 +41,6 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             print(f"no stores under {args.root}", file=sys.stderr)
             return 0 if in_place else 1
         n = sum(unpack(s, Path(args.unpack) / s.relative_to(args.root)) for s in stores)
-        if in_place:   # every cell is written as a folder before any table is removed
-            for store in stores:
-                for name in STORE_FILES:
-                    (store / name).unlink()
         print(f"{n} cells of {len(stores)} stores written as folders under {args.unpack}"
               + (" (in place: the stores removed)" if in_place else ""))
         return 0

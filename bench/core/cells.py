@@ -11,7 +11,13 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from bench.core.columns import CandidateColumns, CandidateSets, ScoreColumns, well_formed_sets
+from bench.core.columns import (
+    CandidateColumns,
+    CandidateSets,
+    ScoreColumns,
+    candidate_sets_from_rows,
+    well_formed_sets,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,13 +132,7 @@ def _eval_sets_row_by_row(result: Mapping, rows: list[Mapping], where: str) -> l
 
 def _bon_sets(result: Mapping, candidates: Iterable[Mapping] | CandidateColumns, where: str) -> tuple[EvalSet, ...]:
     """Per eval set of ``result``, the teacher's and the student's credit in each candidate set, ID first."""
-    from bench.core.results import candidate_sets_from_rows
-
-    if isinstance(candidates, CandidateColumns):
-        read = candidates
-    else:
-        candidates = list(candidates)
-        read = CandidateColumns.read(candidates)
+    candidates, read = CandidateColumns.given(candidates)
     by_name = None if read is None else well_formed_sets(read)
     if by_name is None:   # it reads the rows one by one, and raises naming the first out of place
         by_name = {name: CandidateSets.of(own) for name, own in candidate_sets_from_rows(candidates).items()}

@@ -233,6 +233,15 @@ class CandidateColumns:
         return cls(*ids, candidate, *(_floats(map(itemgetter(name), rows), n) for name in _NUMBERS), source=rows)
 
     @classmethod
+    def given(cls, rows: Iterable[Mapping] | CandidateColumns) -> tuple[Any, CandidateColumns | None]:
+        """``rows`` (as a list) and their columns, or None where they do not read cleanly (``read``); columns given
+        are their own."""
+        if isinstance(rows, CandidateColumns):
+            return rows, rows
+        rows = list(rows)
+        return rows, cls.read(rows)
+
+    @classmethod
     def read(cls, rows: list[Mapping]) -> CandidateColumns | None:
         """The columns of rows that read cleanly: every grade and score there and finite, every candidate
         index written as a plain whole number ("0", "1", ...). None for anything else, which only the
@@ -384,11 +393,7 @@ def candidate_sets_from_rows(rows: Iterable[dict[str, str]]) -> dict[str, list[S
     cleanly are checked as columns (bench.core.columns.well_formed_sets, which accepts exactly the files this loop
     does); the loop below reads any other rows one by one (columns given as bench.core.columns.CandidateColumns:
     the rows they mean), and says what is wrong with the first row at fault."""
-    if isinstance(rows, CandidateColumns):
-        read = rows
-    else:
-        rows = list(rows)
-        read = CandidateColumns.read(rows)
+    rows, read = CandidateColumns.given(rows)
     found = None if read is None else well_formed_sets(read)
     if found is not None:
         return {eval_set: [SetScores(*one) for one in own.one_by_one()] for eval_set, own in found.items()}

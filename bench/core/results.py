@@ -120,21 +120,12 @@ class _Stored(NamedTuple):
 def _stored(folder: Path) -> _Stored | None:
     """The cell whose folder was ``folder``, from the store above it; None where ``folder`` is a cell folder on disk
     or no store holds it. A store that cannot be read raises StoreError (a ValueError), naming the fix."""
-    from bench.core.store import store_of
+    from bench.core.store import stored_cell
 
     folder = Path(folder)
-    if (folder / RESULT_FILE).exists():
+    cell = None if (folder / RESULT_FILE).exists() else stored_cell(folder)
+    if cell is None:
         return None
-    found = store_of(folder)
-    if found is None:
-        return None
-    from bench.core.store import load_store
-
-    store = load_store(found[0])
-    i = store.index(found[1])
-    if i is None:
-        return None
-    cell = store.cell(i)
     return _Stored(cell.result, [dict(zip(SCORE_COLUMNS, r)) for r in cell.scores],
                    None if cell.candidates is None else [dict(zip(CANDIDATE_COLUMNS, r)) for r in cell.candidates],
                    cell.sha256)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import os
 import shutil
 import sys
@@ -153,15 +154,14 @@ def write_store(folder: str | os.PathLike, cells: Sequence[StoredCell]) -> None:
                            "grade": _floats(cand_cols["grade"]),
                            "teacher": nullable(cand_cols["teacher"]), "student": nullable(cand_cols["student"])})
     blobs = {PAIRS: _parquet_bytes(pairs), CANDIDATES: _parquet_bytes(candidates)}
-    import json
-
+    fields = [_fields(c) for c in cells]
     table = pa.table({
         "path": pa.array([c.path for c in cells], type=pa.string()),
-        "seed": pa.array([_field(c, "seed") for c in cells], type=pa.int32()),
-        "source": strings([_field(c, "source") for c in cells]),
-        "replicate": pa.array([_field(c, "replicate") or 0 for c in cells], type=pa.int32()),
-        "method": strings([_field(c, "method") for c in cells]),
-        "category": strings([_field(c, "category") for c in cells]),
+        "seed": pa.array([f.get("seed") for f in fields], type=pa.int32()),
+        "source": strings([f.get("source") for f in fields]),
+        "replicate": pa.array([f.get("replicate") or 0 for f in fields], type=pa.int32()),
+        "method": strings([(f.get("method") or {}).get("name") for f in fields]),
+        "category": strings([f.get("category") for f in fields]),
         "result_json": pa.array([None if c.ref else c.result for c in cells], type=pa.binary()),
         "result_sha256": pa.array([c.result_sha256 for c in cells], type=pa.string()),
         "scores_sha256": pa.array([c.scores_sha256 for c in cells], type=pa.string()),
@@ -177,17 +177,13 @@ def write_store(folder: str | os.PathLike, cells: Sequence[StoredCell]) -> None:
     _load.cache_clear()
 
 
-def _field(cell: StoredCell, name: str):
-    """A typed column of cells.parquet, from the cell's result.json (None where it does not parse)."""
-    import json
-
+def _fields(cell: StoredCell) -> dict:
+    """The cell's result.json as a dict, for cells.parquet's typed columns (empty where it does not parse)."""
     try:
         data = json.loads(cell.result)
     except ValueError:
-        return None
-    if name == "method":
-        return (data.get("method") or {}).get("name")
-    return data.get(name)
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 # --- reading ------------------------------------------------------------------------------------------------
@@ -305,12 +301,21 @@ def _csv_rows(data: bytes, numbers_from: int) -> tuple[bytes, list[tuple]]:
     return text, [(*row[:numbers_from], *map(float, row[numbers_from:])) for row in reader]
 
 
-def read_folder(folder: Path) -> CellData:
-    """A cell folder's files (result.json, scores.csv.gz, candidates.csv.gz where there is one), read."""
+def _read_folder(folder: Path) -> tuple[CellData, tuple[bytes, bytes, bytes | None]]:
+    """A cell folder's files (result.json, scores.csv.gz, candidates.csv.gz where there is one), read, and the texts
+    they hold (the CSVs decompressed): what a store of the cell must give back."""
     result, scores = (folder / RESULT_FILE).read_bytes(), (folder / SCORES_FILE).read_bytes()
     candidates = (folder / CANDIDATES_FILE).read_bytes() if (folder / CANDIDATES_FILE).is_file() else None
-    return CellData(result, _csv_rows(scores, 2)[1], None if candidates is None else _csv_rows(candidates, 4)[1],
-                    (_sha(result), _sha(scores), None if candidates is None else _sha(candidates)))
+    score_text, score_rows = _csv_rows(scores, 2)
+    candidate_text, candidate_rows = (None, None) if candidates is None else _csv_rows(candidates, 4)
+    return (CellData(result, score_rows, candidate_rows,
+                     (_sha(result), _sha(scores), None if candidates is None else _sha(candidates))),
+            (result, score_text, candidate_text))
+
+
+def read_folder(folder: Path) -> CellData:
+    """A cell folder's files (result.json, scores.csv.gz, candidates.csv.gz where there is one), read."""
+    return _read_folder(folder)[0]
 
 
 def _sha(data: bytes) -> str:
@@ -351,11 +356,12 @@ def _spans(cell: np.ndarray, n: int, name: str, folder: Path) -> np.ndarray:
     return np.searchsorted(cell, np.arange(n + 1), side="left")
 
 
-def _read_table(path: Path):
+def _read_table(path: Path, blob: bytes | None = None):
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_table(path)
+        return pq.read_table(path if blob is None else pa.BufferReader(blob))
     except (OSError, ValueError) as error:   # pyarrow's ArrowInvalid is a ValueError
         raise StoreError(f"{path}: is not a readable Parquet table ({str(error)[:200]}): restore it from git, or "
                          "migrate the folder again") from None
@@ -374,8 +380,6 @@ def load_store(folder: str | os.PathLike) -> Store:
 
 @lru_cache(maxsize=8)   # a few: the cells that refer to one submission's store read it once, and no more are held
 def _load(folder: Path, stamp: tuple) -> Store:
-    import json
-
     import pyarrow.parquet as pq
 
     try:
@@ -385,12 +389,14 @@ def _load(folder: Path, stamp: tuple) -> Store:
     if meta.get("format") != FORMAT:
         raise StoreError(f"{folder / CELLS}: store format {meta.get('format')!r}, this shiftbench reads {FORMAT}: "
                          "upgrade shiftbench, or migrate the folder again")
+    blobs = {}
     for name in (PAIRS, CANDIDATES):
-        blob = (folder / name).read_bytes()
-        if hashlib.sha256(blob).hexdigest() != meta.get(name):
+        blobs[name] = (folder / name).read_bytes()
+        if hashlib.sha256(blobs[name]).hexdigest() != meta.get(name):
             raise StoreError(f"{folder / name}: is not the one {CELLS} was written with (a write was cut off, or "
                              "the file was changed): restore the store from git, or migrate the folder again")
-    cells, pairs, candidates = (_read_table(folder / name) for name in STORE_FILES)
+    # the tables read from the bytes just checked: a file changed in between is never the one read
+    cells, pairs, candidates = (_read_table(folder / name, blobs.get(name)) for name in STORE_FILES)
     n = cells.num_rows
     pair_cols = {name: _column(pairs, name) for name in ("cell", *SCORE_COLUMNS)}
     cand_cols = {name: _column(candidates, name) for name in ("cell", *CANDIDATE_COLUMNS)}
@@ -433,10 +439,7 @@ def cell_folders(root: str | os.PathLike, marker: str = "result.json") -> Iterat
 def _cell(base: Path, rel: str, index: dict[str, tuple[Path, str]], here: Path) -> tuple[StoredCell, tuple]:
     """A cell folder read into a StoredCell (referring to where ``index`` says the same cell is kept, by the sha256 of
     its result.json and scores), and the texts it must read back as."""
-    folder = base / rel
-    data = read_folder(folder)
-    texts = (data.result, csv_text(SCORE_COLUMNS, data.scores),
-             None if data.candidates is None else csv_text(CANDIDATE_COLUMNS, data.candidates))
+    data, texts = _read_folder(base / rel)
     found = index.get(data.sha256[0])
     if found is not None and found[2] == data.sha256[1:]:
         ref = Path(os.path.relpath(found[0], here)).as_posix()
@@ -496,7 +499,8 @@ def migrate_folder(folder: Path, refer_to: Path | None = None, index: dict | Non
 
 
 def unpack(folder: Path, dest: Path) -> int:
-    """A store's cells written as folders under ``dest`` (files as the harness writes them)."""
+    """A store's cells written as folders under ``dest`` (files as the harness writes them); ``dest`` = ``folder``:
+    in place, the store's tables removed once every cell is written."""
     import gzip
 
     from bench.core.io import atomic_write_bytes
@@ -509,7 +513,19 @@ def unpack(folder: Path, dest: Path) -> int:
         if candidates is not None:
             atomic_write_bytes(target / CANDIDATES_FILE, gzip.compress(candidates, compresslevel=6, mtime=0))
         atomic_write_bytes(target / RESULT_FILE, result)
+    if Path(dest).resolve() == Path(folder).resolve():
+        for name in STORE_FILES:
+            (Path(folder) / name).unlink()
     return len(store.paths)
+
+
+def stored_cell(folder: str | os.PathLike) -> CellData | None:
+    """The cell whose folder was ``folder``, from the store above it; None where no store holds it. A store that
+    cannot be read raises StoreError."""
+    found = store_of(folder)
+    store = None if found is None else load_store(found[0])
+    i = None if store is None else store.index(found[1])
+    return None if i is None else store.cell(i)
 
 
 def cell_result(folder: str | os.PathLike) -> bytes:
@@ -518,9 +534,7 @@ def cell_result(folder: str | os.PathLike) -> bytes:
     folder = Path(folder)
     if (folder / RESULT_FILE).is_file():
         return (folder / RESULT_FILE).read_bytes()
-    found = store_of(folder)
-    store = None if found is None else load_store(found[0])
-    i = None if store is None else store.index(found[1])
-    if i is None:
+    cell = stored_cell(folder)
+    if cell is None:
         raise StoreError(f"{folder}: no cell there (no {RESULT_FILE}, and no store above it holds it)")
-    return store.cell(i).result
+    return cell.result

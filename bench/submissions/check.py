@@ -106,8 +106,8 @@ def _open_store(v: Validation, files: dict[str, int]) -> dict[str, int]:
                 "remove the cell folders, or " + REGENERATE)
         raise _Stop
     try:   # the tables' own metadata says what they decompress to: checked before they are read
-        inflated = sum(pq.ParquetFile(v.folder / name).metadata.row_group(g).total_byte_size
-                       for name in STORE_FILES for g in range(pq.ParquetFile(v.folder / name).metadata.num_row_groups))
+        metadata = [pq.read_metadata(v.folder / name) for name in STORE_FILES]
+        inflated = sum(m.row_group(g).total_byte_size for m in metadata for g in range(m.num_row_groups))
     except Exception as error:   # pyarrow raises its own kinds for a file that is not Parquet
         v.error(".", "", f"a store table is not readable Parquet ({type(error).__name__}: {str(error)[:200]})",
                 REGENERATE)
