@@ -52,15 +52,43 @@ def test_validation_is_cached_by_the_files_checksums(runs, tmp_path, validated):
     rebuilt = {v.key: v for v in record.validate_tree(root, runs.protocols, runs.model_pairs, store)}
     assert validated == [root / "mini-test" / "tiny-test" / "ceiling"] and rebuilt["mini-test/tiny-test/ceiling"].ok
     assert json.loads(entry.read_text())["format"] == record.FORMAT
+    # per-pair arrays that are not the summary's: the summary is used, the cells come from a full validation
+    record.arrays_path(entry).write_bytes(b"not an npz")
+    validated.clear()
+    damaged = {v.key: v for v in record.validate_tree(root, runs.protocols, runs.model_pairs, store)}
+    assert validated == []   # the summary alone: the arrays are read only when the cells are
+    assert outcome(damaged["mini-test/tiny-test/ceiling"]) == outcome(rebuilt["mini-test/tiny-test/ceiling"])
+    assert validated == [root / "mini-test" / "tiny-test" / "ceiling"]
     # another registered protocol spec is another key: everything is validated again
     other = {name: dataclasses.replace(spec, version="9") for name, spec in runs.protocols.items()}
     validated.clear()
     record.validate_tree(root, other, runs.model_pairs, store)
     assert len(validated) == 5
     # the entries of a folder that is gone are removed
+    hostile = record.entry_path(store, root / "mini-test" / "tiny-test" / "hostile")
+    assert record.arrays_path(hostile).is_file()
     shutil.rmtree(root / "mini-test" / "tiny-test" / "hostile")
     record.validate_tree(root, runs.protocols, runs.model_pairs, store)
-    assert not record.entry_path(store, root / "mini-test" / "tiny-test" / "hostile").exists()
+    assert not hostile.exists() and not record.arrays_path(hostile).exists()
+
+
+def test_an_entry_reads_back_every_per_pair_value(committed_validations, tmp_path):
+    """The per-pair arrays (correctness in halves, BoN credits as float64, ids through one table) give back every
+    cell exactly, BoN sets and naive's replicates (controls) included; their number is known before they are read."""
+    chosen = [v for v in committed_validations if v.controls] + [committed_validations[0]]
+    assert any(c.bon for v in chosen for c in v.pairs) and any(v.controls for v in chosen)
+    for v in chosen:
+        summary, arrays = record._to_entry(v, "key")
+        path = tmp_path / "entry.npz"
+        path.write_bytes(arrays)
+        again = record._from_entry(json.loads(json.dumps(summary)), v.folder, path, lambda: pytest.fail("revalidated"))
+        assert len(again.pairs) == len(v.pairs) and len(again.controls) == len(v.controls)
+        for mine, theirs in ((again.pairs, v.pairs), (again.controls, v.controls)):
+            assert [record._cell_meta(c) for c in mine] == [record._cell_meta(c) for c in theirs]
+            for a, b in zip(mine, theirs):
+                for x, y in zip((*a.eval_sets, *a.bon), (*b.eval_sets, *b.bon), strict=True):
+                    assert x.pair_ids == y.pair_ids
+                    assert x.teacher.tobytes() == y.teacher.tobytes() and x.student.tobytes() == y.student.tobytes()
 
 
 def test_the_cache_key_holds_every_module_validation_runs():

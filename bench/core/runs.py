@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -49,13 +50,21 @@ class RunsDelta:
 
 
 def cell_value(cell: Cell, metric: str) -> float:
-    """A cell's WRG, AOG or NTS (bench.core.metrics), averaged over its targets."""
+    """A cell's WRG, AOG or NTS (bench.core.metrics), averaged over its targets. Computed once per cell and
+    metric (a Cell is frozen): the board compares every method with naive, and each comparison reads naive's
+    cells again."""
     from bench.core.metrics import cell_metrics
 
-    acc = {e.name: {"teacher": 100.0 * float(e.teacher.mean()), "student": 100.0 * float(e.student.mean())}
-           for e in cell.eval_sets}
-    per_target = cell_metrics(acc, cell.source)
-    return float(np.mean([m[metric] for m in per_target.values()]))
+    known = _VALUES.setdefault(cell, {})
+    if metric not in known:
+        acc = {e.name: {"teacher": 100.0 * float(e.teacher.mean()), "student": 100.0 * float(e.student.mean())}
+               for e in cell.eval_sets}
+        per_target = cell_metrics(acc, cell.source)
+        known[metric] = float(np.mean([m[metric] for m in per_target.values()]))
+    return known[metric]
+
+
+_VALUES: WeakKeyDictionary[Cell, dict[str, float]] = WeakKeyDictionary()   # gone with its cell
 
 
 def paired(a: Cell, b: Cell) -> bool:

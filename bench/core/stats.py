@@ -27,9 +27,11 @@ comparisons, rank intervals and runs deltas (the sets are resampled as the pairs
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections import defaultdict
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -71,7 +73,17 @@ def draw_resamples(n_seeds: int, n_pairs: Mapping[str, int], n_boot: int = N_BOO
                    resample: str = "both", nested: bool = False) -> Resamples:
     """The recorded bootstrap: a function of (n_seeds, sorted datasets and sizes, n_boot, seed, nested) only,
     so a method gets the same draws on the whole board and in its own submission. resample="seeds" or
-    "pairs" keeps the other level fixed (the variance decomposition of benchmarks/bench_power.py)."""
+    "pairs" keeps the other level fixed (the variance decomposition of benchmarks/bench_power.py).
+    Being a function of its arguments, it is drawn once per process for each of them (``_drawn``): validating
+    a tree of submissions draws each protocol's resamples once, not once per submission. Its arrays are
+    read-only, as they are shared."""
+    return _drawn(n_seeds, tuple(sorted(n_pairs.items())), n_boot, seed, resample, nested)
+
+
+@functools.lru_cache(maxsize=8)
+def _drawn(n_seeds: int, n_pairs: tuple[tuple[str, int], ...], n_boot: int, seed: int, resample: str,
+           nested: bool) -> Resamples:
+    n_pairs = dict(n_pairs)
     if resample not in ("both", "seeds", "pairs"):
         raise ValueError(f"resample must be both, seeds or pairs, not {resample!r}")
     rng = np.random.default_rng(seed)
@@ -81,7 +93,10 @@ def draw_resamples(n_seeds: int, n_pairs: Mapping[str, int], n_boot: int = N_BOO
         seeds_drawn = np.broadcast_to(np.arange(n_seeds), (n_boot, n_seeds))
     if resample == "seeds":
         pairs = {d: np.broadcast_to(np.arange(n_pairs[d]), idx.shape) for d, idx in pairs.items()}
-    return resamples_from_indices(seeds_drawn, pairs)
+    drawn = resamples_from_indices(seeds_drawn, pairs)
+    for array in (drawn.seeds_drawn, *drawn.weights.values()):
+        array.flags.writeable = False
+    return Resamples(drawn.seeds_drawn, MappingProxyType(drawn.weights))
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ def strings(obj: Any, loc: tuple = ()) -> Iterator[tuple[tuple, str, bool]]:
             yield from strings(value, (*loc, key))
     elif isinstance(obj, list):
         for i, value in enumerate(obj):
-            yield from strings(value, (*loc, i))
+            if isinstance(value, (str, dict, list)):   # a list of numbers (a loss curve) holds no string
+                yield from strings(value, (*loc, i))
 
 
 def tokenizer_text_limit(loc: tuple, is_key: bool) -> int | None:

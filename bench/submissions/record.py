@@ -14,8 +14,14 @@ outcome is a pure function of
 - the limits of ``bench.submissions.limits`` (a test may lower one),
 
 so one entry per submission folder stores that key beside the outcome, and is used only when the key
-is the same. An entry is JSON (never pickle: a record file is read, never run), written atomically; an
-entry that cannot be read or does not hold what a Validation needs is ignored and written again. A
+is the same. An entry is two files, neither of them pickle (a record file is read, never run), each written
+atomically: ``<entry>.json``, the summary (problems, submission.json, every cell's result, and what each
+per-pair cell is), written last, and ``<entry>.npz``, the per-pair correctness and best-of-N credits as
+arrays (``_pack``), which the summary names by sha256. A reader gets the summary at once and the arrays
+only when it first reads ``Validation.pairs`` or ``.controls`` (``LazyCells``): the board's first page and
+``bench validate`` need the summary only. An entry that cannot be read or does not hold what a Validation
+needs is ignored and written again; arrays that do not match their summary are replaced by validating the
+folder again. A
 folder with a link or a special file is not recorded: validation refuses it anyway, and its files
 cannot be hashed without following the link. Beside each entry, ``<entry>.path`` names its folder, so
 the entries of folders that are gone (a test's temporary submissions) are removed, not kept forever.
@@ -25,25 +31,27 @@ are cheap and always run on the outcomes, recorded or not.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import stat
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from importlib.metadata import version
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
 import bench.submissions.limits as limits
-from bench.core.cells import Cell, EvalSet, correctness_from_text, correctness_text
-from bench.core.io import atomic_write_bytes, atomic_write_json, sha256_file
+from bench.core.cells import Cell, EvalSet
+from bench.core.io import atomic_write_bytes, sha256_file
 from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import Problem, Validation
 
-FORMAT = 4   # the layout of an entry; bump it when what is stored changes (3: the cells' BoN credits, 4: controls)
+FORMAT = 5   # the layout of an entry; bump it when what is stored changes (3: the cells' BoN credits, 4: controls,
+             # 5: the per-pair values in an array file beside the summary)
 # What a submission's validation outcome depends on besides its files: the check itself, the
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
@@ -97,62 +105,147 @@ def files_key(folder: Path) -> str | None:
     return digest.hexdigest()
 
 
-# --- an outcome as JSON, and back ------------------------------------------------------------------------
-def _to_json(v: Validation, key: str) -> dict:
+# --- an outcome as a JSON summary and its arrays, and back -------------------------------------------------------
+def _to_entry(v: Validation, key: str) -> tuple[dict, bytes]:
+    """The summary (JSON) and the per-pair arrays (npz bytes) of ``v``; the summary holds the arrays' sha256."""
+    arrays = _pack([*v.pairs, *v.controls])
     return {"format": FORMAT, "key": key, "folder": str(v.folder),
             "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
             "submission": v.submission, "cells": [c.model_dump(mode="json") for c in v.cells],
-            "pairs": [_cell_to_json(c) for c in v.pairs], "controls": [_cell_to_json(c) for c in v.controls]}
+            "pairs": [_cell_meta(c) for c in v.pairs], "controls": [_cell_meta(c) for c in v.controls],
+            "arrays": hashlib.sha256(arrays).hexdigest()}, arrays
 
 
-def _cell_to_json(c: Cell) -> dict:
+def _cell_meta(c: Cell) -> dict:
+    """What a Cell is, without its per-pair values: those are in the entry's arrays, in this order."""
     return {"method": c.method, "name": c.name, "seed": c.seed, "source": c.source, "category": c.category,
             "independent": c.independent, "looks": list(c.looks) if c.looks else None,
-            "eval_sets": [{"name": e.name, "role": e.role, "pair_ids": list(e.pair_ids),
-                           "teacher": correctness_text(e.teacher), "student": correctness_text(e.student)}
-                          for e in c.eval_sets],
-            # a set's credit is |T ∩ B| / |T|, any fraction: kept as JSON floats, which read back exactly
-            "bon": [{"name": e.name, "role": e.role, "set_ids": list(e.pair_ids),
-                     "teacher": e.teacher.tolist(), "student": e.student.tolist()} for e in c.bon]}
+            "eval_sets": [[e.name, e.role, len(e.pair_ids)] for e in c.eval_sets],
+            "bon": [[e.name, e.role, len(e.pair_ids)] for e in c.bon]}
 
 
-def _ids(ids: list[str]) -> tuple[str, ...]:
-    """Pair or set ids, interned: every submission of a protocol names the same test pairs, and a board holds them all
-    (a record's JSON gives each entry its own copies)."""
-    return tuple(map(sys.intern, ids))
+def _pack(cells: list[Cell]) -> bytes:
+    """Every cell's per-pair values, concatenated in order (eval sets, then BoN sets): correctness as halves
+    (uint8: 0, 1 or 2), BoN credits as float64 (any fraction |T ∩ B| / |T|, exact), and the pair and set ids
+    as indices into one table of the distinct ids (UTF-8, with their byte lengths): a submission's cells name
+    the same test pairs over and over."""
+    table: dict[str, int] = {}
+    known: dict[tuple[str, ...], np.ndarray] = {}   # the cells of a submission name the same test pairs over and over
+    halves, credits, index = [], [], []
+    for c in cells:
+        for e in c.eval_sets:
+            halves += [(e.teacher * 2).astype(np.uint8), (e.student * 2).astype(np.uint8)]
+        for e in c.bon:
+            credits += [np.asarray(e.teacher, dtype=np.float64), np.asarray(e.student, dtype=np.float64)]
+        for e in (*c.eval_sets, *c.bon):
+            if e.pair_ids not in known:
+                known[e.pair_ids] = np.fromiter((table.setdefault(i, len(table)) for i in e.pair_ids), dtype=np.int64,
+                                                count=len(e.pair_ids))
+            index.append(known[e.pair_ids])
+    encoded = [i.encode() for i in table]
+    buffer = io.BytesIO()
+    np.savez(buffer, halves=np.concatenate(halves or [np.zeros(0, np.uint8)]),
+             credits=np.concatenate(credits or [np.zeros(0)]), index=np.concatenate(index or [np.zeros(0, np.int64)]),
+             id_bytes=np.frombuffer(b"".join(encoded), dtype=np.uint8),
+             id_lengths=np.array([len(b) for b in encoded], dtype=np.int64))
+    return buffer.getvalue()
 
 
-def _cell_from_json(c: dict) -> Cell:
-    return Cell(c["method"], int(c["seed"]), c["source"], c["category"], tuple(
-        EvalSet(e["name"], e["role"], _ids(e["pair_ids"]), correctness_from_text(e["teacher"], len(e["pair_ids"])),
-                correctness_from_text(e["student"], len(e["pair_ids"]))) for e in c["eval_sets"]),
-        c["independent"], tuple(c["looks"]) if c["looks"] else None, c["name"], _bon_from_json(c["bon"]))
+def _unpack(data: bytes, metas: list[dict]) -> list[Cell]:
+    """``_pack``'s inverse for the cells ``metas`` describe (``_cell_meta``, in order); a ValueError unless the
+    arrays hold exactly what they describe."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as found:
+        halves, credits, index = found["halves"], found["credits"], found["index"]
+        blob, lengths = found["id_bytes"].tobytes(), found["id_lengths"]
+    ends = np.cumsum(lengths)
+    ids = [sys.intern(blob[end - n:end].decode()) for n, end in zip(lengths.tolist(), ends.tolist())]
+    if (halves > 2).any() or ((credits < 0) | (credits > 1)).any() or (len(index) and not 0 <= index.min() <= index.max() < len(ids)):
+        raise ValueError("per-pair values out of range")
+    at = {"halves": 0, "credits": 0, "index": 0}
 
+    def take(name: str, array: np.ndarray, n: int) -> np.ndarray:
+        start = at[name]
+        at[name] = start + n
+        if at[name] > len(array):
+            raise ValueError("per-pair arrays shorter than their summary")
+        return array[start:start + n]
 
-def _bon_from_json(sets: list[dict]) -> tuple[EvalSet, ...]:
-    """Cell.bon as ``_to_json`` stores it: per eval set, each candidate set's credit, which lies in [0, 1]."""
     out = []
-    for e in sets:
-        teacher, student = (np.array(e[who], dtype=np.float64) for who in ("teacher", "student"))
-        credits = np.concatenate([teacher, student])
-        if not teacher.shape == student.shape == (len(e["set_ids"]),) or not ((credits >= 0) & (credits <= 1)).all():
-            raise ValueError("best-of-N credits do not match their candidate sets")
-        out.append(EvalSet(e["name"], e["role"], _ids(e["set_ids"]), teacher, student))
-    return tuple(out)
+    for m in metas:
+        sets = [(name, role, take("halves", halves, n) / 2.0, take("halves", halves, n) / 2.0, n)
+                for name, role, n in m["eval_sets"]]
+        bon = [(name, role, take("credits", credits, n), take("credits", credits, n), n) for name, role, n in m["bon"]]
+        out.append(Cell(m["method"], int(m["seed"]), m["source"], m["category"],
+                        tuple(EvalSet(name, role, tuple(ids[k] for k in take("index", index, n).tolist()), t, s)
+                              for name, role, t, s, n in sets),
+                        m["independent"], tuple(m["looks"]) if m["looks"] else None, m["name"],
+                        tuple(EvalSet(name, role, tuple(ids[k] for k in take("index", index, n).tolist()), t, s)
+                              for name, role, t, s, n in bon)))
+    if at != {"halves": len(halves), "credits": len(credits), "index": len(index)}:
+        raise ValueError("per-pair arrays longer than their summary")
+    return out
 
 
-def _from_json(data: dict, folder: Path) -> Validation:
+class LazyCells(Sequence):
+    """A Validation's ``pairs`` or ``controls`` as the record holds them: their number at once (from the summary),
+    the cells on first use (from the entry's arrays; ``load()`` gives both lists of the entry)."""
+
+    def __init__(self, count: int, load: Callable[[], tuple[list[Cell], list[Cell]]], which: int):
+        self._count, self._load, self._which, self._cells = count, load, which, None
+
+    def _got(self) -> list[Cell]:
+        if self._cells is None:
+            self._cells = self._load()[self._which]
+        return self._cells
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, i):
+        return self._got()[i]
+
+    def __iter__(self):
+        return iter(self._got())
+
+
+def _from_entry(data: dict, folder: Path, arrays_path: Path,
+                again: Callable[[], Validation]) -> Validation:
+    """A Validation from a summary; its per-pair cells are read from ``arrays_path`` when first used, and
+    validated ``again`` (a full validation of the folder) if those arrays are missing or are not the summary's."""
     from bench.core.result_schema import CellResult
+
+    metas = (data["pairs"], data["controls"])
+    if not all(isinstance(m, dict) and isinstance(m["eval_sets"], list) and isinstance(m["bon"], list)
+               for m in (*metas[0], *metas[1])):
+        raise ValueError("per-pair cells not described")
+    loaded: list[tuple[list[Cell], list[Cell]]] = []
+
+    def load() -> tuple[list[Cell], list[Cell]]:
+        if not loaded:
+            try:
+                raw = arrays_path.read_bytes()
+                if hashlib.sha256(raw).hexdigest() != data["arrays"]:
+                    raise ValueError("the per-pair arrays are not the summary's")
+                cells = _unpack(raw, [*metas[0], *metas[1]])
+                loaded.append((cells[:len(metas[0])], cells[len(metas[0]):]))
+            except (OSError, ValueError, KeyError, TypeError, IndexError):
+                fresh = again()   # a damaged or missing array file costs a validation, never a result
+                loaded.append((list(fresh.pairs), list(fresh.controls)))
+        return loaded[0]
 
     return Validation(folder, errors=[Problem(**p) for p in data["errors"]],
                       warnings=[Problem(**p) for p in data["warnings"]], submission=data["submission"],
                       cells=[CellResult.model_validate(c) for c in data["cells"]],
-                      pairs=[_cell_from_json(c) for c in data["pairs"]],
-                      controls=[_cell_from_json(c) for c in data["controls"]])
+                      pairs=LazyCells(len(metas[0]), load, 0), controls=LazyCells(len(metas[1]), load, 1))
 
 
 def entry_path(cache_dir: Path, folder: Path) -> Path:
     return Path(cache_dir) / f"{hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:32]}.json"
+
+
+def arrays_path(entry: Path) -> Path:
+    """The per-pair arrays of the entry whose summary is ``entry``."""
+    return entry.with_suffix(".npz")
 
 
 def prune(cache_dir: Path) -> None:
@@ -161,6 +254,7 @@ def prune(cache_dir: Path) -> None:
         try:
             if not Path(path_file.read_text(encoding="utf-8")).is_dir():
                 path_file.with_suffix("").unlink(missing_ok=True)
+                arrays_path(path_file.with_suffix("")).unlink(missing_ok=True)
                 path_file.unlink(missing_ok=True)
         except OSError:
             pass   # another process pruned it first, or the cache is read-only: nothing to do
@@ -183,7 +277,8 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
         try:
             data = json.loads(entry.read_bytes())
             if data.get("format") == FORMAT and data.get("key") == key:
-                return _from_json(data, folder), True
+                return _from_entry(data, folder, arrays_path(entry),
+                                   lambda: validate_submission(folder, protocols, model_pairs)), True
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
@@ -191,8 +286,10 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
     found = validate_submission(folder, protocols, model_pairs)
     if files_key(folder) == files:   # unchanged while it was read: the outcome belongs to this key
         try:
+            summary, arrays = _to_entry(found, key)
             atomic_write_bytes(entry.with_name(entry.name + ".path"), str(folder.resolve()).encode())
-            atomic_write_json(entry, _to_json(found, key))
+            atomic_write_bytes(arrays_path(entry), arrays)
+            atomic_write_bytes(entry, json.dumps(summary, separators=(",", ":")).encode())   # last: it names the arrays
         except OSError:
             pass   # a record that cannot be written costs time, never a result
     return found, False
