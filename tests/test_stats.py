@@ -192,6 +192,28 @@ def test_same_input_same_output_whatever_the_order():
     assert everything(Board(cells, seed=1)) != first          # the recorded seed is what fixes the draws
 
 
+def test_a_board_of_many_methods_computes_them_a_step_at_a_time_to_the_same_numbers(monkeypatch):
+    """Past METHODS_PER_STEP methods a board keeps no replicates' accuracies and computes them a step of methods at a
+    time (a board of a thousand submissions would hold GBs): every interval, comparison and rank is the same."""
+    import bench.core.stats as stats
+
+    rng = np.random.default_rng(3)
+    base = two_close_methods(n=60)
+    cells = base + [make_cell(f"m{k}", c.seed, c.source, {e.name: (list(e.teacher), random_correct(rng, len(e.student)))
+                                                          for e in c.eval_sets})
+                    for k in range(5) for c in base if c.method == "a"]
+
+    def everything(board):
+        return json.dumps(plain([*(board.stats(m, ceiling="b") for m in board.methods), board.compare("m3", "a"),
+                                 *board.ranks(), board.stats("m4", ceiling=None, source="b")]))
+    whole = Board(cells, n_boot=300)
+    assert whole._acc[True] is not None
+    monkeypatch.setattr(stats, "METHODS_PER_STEP", 2)
+    stepped = Board(cells, n_boot=300)
+    assert stepped._acc[True] is None and len(stepped._steps()) == 4
+    assert everything(stepped) == everything(whole)
+
+
 def test_p_value_and_t_interval():
     cells = two_close_methods(n=60)
     board = Board(cells, n_boot=400)

@@ -43,6 +43,11 @@ from bench.core.sequential import LEVEL, t_quantile
 BOOTSTRAP_SEED = 20261130
 N_BOOT = 2000
 ACCURACIES = ("teacher_id", "student_id", "teacher_ood", "student_ood")
+# A board of more methods than this computes its replicates' accuracies this many methods at a time, for each scope
+# it is asked about, instead of keeping them all (2 x methods x cells x eval sets x N_BOOT floats: GBs for a
+# thousand submissions). A fixed count, not a memory budget, so that what a board computes never depends on the
+# machine.
+METHODS_PER_STEP = 128
 METRICS = (*ACCURACIES, "wrg", "aog", "nts")
 
 
@@ -225,18 +230,29 @@ class Board:
             if w is None or w.shape[0] != self.resamples.n or w.shape[2] != n or w.shape[1] not in (1, len(self.seeds)):
                 raise ValueError(f"resamples for {d} must have shape (B, 1 or {len(self.seeds)}, {n})")
         self._point = Resamples(np.arange(len(self.seeds))[None, :], {d: np.ones((1, 1, n)) for d, n in self.datasets.items()})
-        self._acc = {False: self._accuracies(self._point), True: self._accuracies(self.resamples)}
+        # The replicates' accuracies, (2, M, C, E, B, J), are kept while the board has at most METHODS_PER_STEP
+        # methods; past that they would take GBs, so each scope computes them a step of methods at a time.
+        self._acc = {False: self._accuracies(self._point),
+                     True: self._accuracies(self.resamples) if len(self.methods) <= METHODS_PER_STEP else None}
 
-    def _accuracies(self, resamples: Resamples) -> np.ndarray:
-        """(2: teacher/student, M, C, E, B, J) accuracies: one matrix product per dataset."""
+    def _steps(self) -> list[range]:
+        """The methods, METHODS_PER_STEP at a time: a fixed number, so a method's numbers never depend on memory."""
+        return [range(lo, min(lo + METHODS_PER_STEP, len(self.methods)))
+                for lo in range(0, len(self.methods), METHODS_PER_STEP)]
+
+    def _accuracies(self, resamples: Resamples, methods: range | None = None) -> np.ndarray:
+        """(2: teacher/student, M, C, E, B, J) accuracies of ``methods`` (default: every one), M of them: one matrix
+        product per dataset."""
+        methods = methods if methods is not None else range(len(self.methods))
+        cells = self._cells[methods.start:methods.stop]
         B, J = resamples.n, max(w.shape[1] for w in resamples.weights.values())
         E = max(len(c.eval_sets) for c in self._cells[0])
-        acc = np.full((2, len(self.methods), len(self._cells[0]), E, B, J), np.nan)
+        acc = np.full((2, len(cells), len(self._cells[0]), E, B, J), np.nan)
         for d in self.datasets:
-            slots = [(mi, ci, ei) for mi, own in enumerate(self._cells) for ci, c in enumerate(own)
+            slots = [(mi, ci, ei) for mi, own in enumerate(cells) for ci, c in enumerate(own)
                      for ei, e in enumerate(c.eval_sets) if e.name == d]
             idx = tuple(np.array(s) for s in zip(*slots))
-            own = [self._cells[mi][ci].eval_sets[ei] for mi, ci, ei in slots]
+            own = [cells[mi][ci].eval_sets[ei] for mi, ci, ei in slots]
             w = resamples.weights[d]
             w = np.broadcast_to(w, (B, J, w.shape[2])).reshape(B * J, -1)
             for k, who in enumerate(("teacher", "student")):
@@ -264,20 +280,24 @@ class Board:
 
     def _compute_values(self, category: str | None, source: str | None, boot: bool
                         ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        acc, draws = self._acc[boot], (self.resamples if boot else self._point).seeds_drawn
+        resamples = self.resamples if boot else self._point
+        draws = resamples.seeds_drawn
         _, mask = self._scope(category, source)
         rc, re = self._row_cell[mask], self._row_eval[mask]
-        tid, sid, tood, sood = acc[0][:, rc, 0], acc[1][:, rc, 0], acc[0][:, rc, re], acc[1][:, rc, re]
-        rows = dict(zip(METRICS, (tid, sid, tood, sood, sid - tid, sood - tood,
-                                  sood - tood - np.maximum(0.0, tid - sid))))
         seed_of = self._row_seed[mask]
-        B, S, J = draws.shape[0], draws.shape[1], acc.shape[-1]
-        slot = np.arange(S)[None, :] if J > 1 else np.zeros((1, S), dtype=np.intp)
-        out = {}
-        for name, value in rows.items():   # value: (M, R, B, J)
-            per_seed = np.stack([value[:, seed_of == k].mean(1) for k in range(len(self.seeds))], 1)
-            out[name] = (per_seed, per_seed[:, draws, np.arange(B)[:, None], slot].mean(-1))
-        return out
+        parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        for methods in [range(len(self.methods))] if self._acc[boot] is not None else self._steps():
+            acc = self._acc[boot] if self._acc[boot] is not None else self._accuracies(resamples, methods)
+            tid, sid, tood, sood = acc[0][:, rc, 0], acc[1][:, rc, 0], acc[0][:, rc, re], acc[1][:, rc, re]
+            rows = dict(zip(METRICS, (tid, sid, tood, sood, sid - tid, sood - tood,
+                                      sood - tood - np.maximum(0.0, tid - sid))))
+            B, S, J = draws.shape[0], draws.shape[1], acc.shape[-1]
+            slot = np.arange(S)[None, :] if J > 1 else np.zeros((1, S), dtype=np.intp)
+            for name, value in rows.items():   # value: (M, R, B, J)
+                per_seed = np.stack([value[:, seed_of == k].mean(1) for k in range(len(self.seeds))], 1)
+                parts[name].append((per_seed, per_seed[:, draws, np.arange(B)[:, None], slot].mean(-1)))
+        return {name: tuple(got[0] if len(got) == 1 else np.concatenate(got, 0) for got in zip(*steps))
+                for name, steps in parts.items()}
 
     def replicates(self, metric: str, category: str | None = None, source: str | None = None) -> dict[str, np.ndarray]:
         """method -> the metric's N_BOOT replicate values."""
@@ -355,7 +375,10 @@ class Board:
         idx = [self._index(m) for m in (methods or self.methods)]
         point = self._values(category, source, False)["nts"][1][idx, 0]
         boot = self._values(category, source, True)["nts"][1][idx]
-        rank, ranks = 1 + (point[None, :] > point[:, None]).sum(1), 1 + (boot[None] > boot[:, None]).sum(1)
+        rank = 1 + (point[None, :] > point[:, None]).sum(1)
+        # per replicate, 1 + the number of methods above: METHODS_PER_STEP rows at a time, (step, M, B) booleans
+        ranks = np.concatenate([1 + (boot[None] > boot[lo:lo + METHODS_PER_STEP, None]).sum(1)
+                                for lo in range(0, len(idx), METHODS_PER_STEP)])
         q = (1 - LEVEL) / 2
         out = [RankInterval(self.methods[i], int(r), int(np.quantile(ranks[k], q, method="inverted_cdf")),
                             int(np.quantile(ranks[k], 1 - q, method="inverted_cdf")), float(point[k]))
