@@ -35,7 +35,9 @@ def print_registered(what: str, data_dir: Path | None = None) -> None:
         for name in PROTOCOLS.names():
             p = PROTOCOLS.get(name)
             print(f"{name} v{p.version} (hash {protocol_hash(p)}): {p.description}\n"
-                  f"  datasets: {', '.join(p.datasets)}; train pool {p.train_pool_size}, test {p.test_size}, "
+                  f"  datasets: {', '.join(p.datasets)}"
+                  + (f" (sources: {', '.join(p.sources)})" if p.sources != p.datasets else "")
+                  + f"; train pool {p.train_pool_size}, test {p.test_size}, "
                   f"max length {p.max_length}, {p.seeds_text}; model pair {p.models or 'tiny'}"
                   + (", every (seed, source) seeded on its own" if p.seeding == "per-source" else "")
                   + (f", best-of-{p.candidates} sets" if p.candidates else ""))

@@ -23,7 +23,8 @@ from bench.core.columns import (
 @dataclass(frozen=True, eq=False)
 class EvalSet:
     name: str                 # dataset, e.g. "mini/chat"
-    role: str                 # "id" (the source's own test split) or "ood"
+    role: str                 # "id" (the source's own test split), "ood" or "far" (a far target, never in NTS:
+                              # bench.core.protocols.far_targets)
     pair_ids: tuple[str, ...]
     teacher: np.ndarray       # per-pair correctness, 0 / 0.5 / 1
     student: np.ndarray
@@ -83,6 +84,7 @@ def cell_from_scores(result, rows: Iterable[Mapping] | ScoreColumns, where: str 
         sets = _eval_sets(result, read, where)
     else:   # rows that do not read as columns, read one by one: an error names the first that is wrong
         sets = _eval_sets_row_by_row(result, rows if read is None else read.as_rows(), where)
+    sets = far_roles(result, sets)
     sets.sort(key=lambda s: s.role != "id")
     if [s.role for s in sets].count("id") != 1 or sets[0].name != result["source"]:
         raise ValueError(f"{where}: needs exactly one ID eval set, the source {result['source']}")
@@ -92,6 +94,17 @@ def cell_from_scores(result, rows: Iterable[Mapping] | ScoreColumns, where: str 
                 result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None,
                 replicate_slug(result["method"]["name"], result.get("replicate", 0)),
                 _bon_sets(result, candidates, where) if candidates is not None else ())
+
+
+def far_roles(result: Mapping, sets: Iterable[EvalSet]) -> list[EvalSet]:
+    """``sets`` with the role "far" on the far targets of the result's protocol and source, which its result.json
+    lists as "ood" (bench.core.protocols.far_targets): the statistics read NTS from the "ood" sets alone."""
+    import dataclasses
+
+    from bench.core.protocols import far_targets
+
+    far = far_targets(result["protocol"]["name"], result["source"])
+    return [dataclasses.replace(s, role="far") if s.name in far else s for s in sets]
 
 
 def _eval_sets(result: Mapping, read: ScoreColumns, where: str) -> list[EvalSet]:
@@ -142,7 +155,7 @@ def _bon_sets(result: Mapping, candidates: Iterable[Mapping] | CandidateColumns,
         if not own:
             raise ValueError(f"{where}: no candidate sets for eval set {name}")
         sets.append(EvalSet(name, info["role"], own.set_ids, own.credits("teacher"), own.credits("student")))
-    return tuple(sorted(sets, key=lambda s: s.role != "id"))
+    return tuple(sorted(far_roles(result, sets), key=lambda s: s.role != "id"))
 
 
 def load_cells(folders: Iterable[str | Path]) -> list[Cell]:

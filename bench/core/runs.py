@@ -49,11 +49,12 @@ class RunsDelta:
 
 
 def cell_value(cell: Cell, metric: str) -> float:
-    """A cell's WRG, AOG or NTS (bench.core.metrics), averaged over its targets."""
+    """A cell's WRG, AOG or NTS (bench.core.metrics), averaged over its targets (its near ones: a far target is
+    reported apart, never in these)."""
     from bench.core.metrics import cell_metrics
 
     acc = {e.name: {"teacher": 100.0 * float(e.teacher.mean()), "student": 100.0 * float(e.student.mean())}
-           for e in cell.eval_sets}
+           for e in cell.eval_sets if e.role != "far"}
     per_target = cell_metrics(acc, cell.source)
     return float(np.mean([m[metric] for m in per_target.values()]))
 
