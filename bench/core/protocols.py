@@ -80,14 +80,16 @@ def protocol_named(name: str, extra: Mapping[str, ProtocolSpec] | None = None) -
     return capped
 
 
-def far_targets(protocol: str, source: str) -> tuple[str, ...]:
-    """The far targets of ``source`` on the protocol a result names (``ProtocolSpec.far_targets_of``), none on a
-    protocol not registered here. A cell's result.json lists them among its eval sets with role "ood", as the
-    pipeline writes every target (bench.core.data.eval_sets: its code is in every teacher's and cell's key,
-    which an edit would change); the protocol, pinned by the hash every result records, says which are far, and
-    the readers of results (bench.core.cells, bench.core.report) take them apart from NTS by this."""
+def far_targets(protocol: str, source: str, extra: Mapping[str, ProtocolSpec] | None = None) -> tuple[str, ...]:
+    """The far targets of ``source`` on the protocol a result names (``ProtocolSpec.far_targets_of``), found as
+    ``protocol_named`` finds it (``extra``'s specs first: a caller that validates with specs of its own passes
+    them); none on a protocol found in neither. A cell's result.json lists them among its eval sets with role
+    "ood", as the pipeline writes every target (bench.core.data.eval_sets: its code is in every teacher's and
+    cell's key, which an edit would change); the protocol, pinned by the hash every result records, says which
+    are far, and the readers of results (bench.core.cells, bench.core.report, bench export) take them apart from
+    NTS by this."""
     try:
-        return protocol_named(protocol).far_targets_of(source)
+        return protocol_named(protocol, extra).far_targets_of(source)
     except BenchError:   # a protocol of another checkout, or a capped name of none: nothing here is far
         return ()
 
@@ -307,7 +309,8 @@ PROTOCOLS.register("w2s-shift-v1", ProtocolSpec(
 # categories too, so hh-harmless's NTS is not the paper's within-category one, and the card says so.
 # 256 tokens: at 128, 57% of hh-rlhf helpful pairs had a side cut (issue 62); at 256, 25% (all-mpnet-base-v2's
 # tokenizer, benchmarks/mpnet_cost.py). Runs are independent (seeding per source) with a sequential plan of 3 to
-# 10 seeds: a cell of the mpnet pair costs about 1.5 CPU-hours (docs/real-protocol.md), which puts 20 out of reach.
+# 10 seeds: a cell of the mpnet pair costs about 1.5 CPU-hours, estimated from measured steps (docs/real-protocol.md),
+# which puts 20 out of reach.
 _PINNED_HH = dict(hub_id="Anthropic/hh-rlhf", config=None, revision=None, take="opening-turn", columns=("chosen", "rejected"),
                   hub_splits={"train": "test", "test": "test"}, normalizer_module="bench.datasets.hh")
 _REAL_DATASETS = {

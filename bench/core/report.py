@@ -10,7 +10,7 @@ and the near targets' means (WRG, AOG, NTS) never include.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
 
@@ -56,15 +56,16 @@ def fmt(value: float | None, sd: float | None = None, signed: bool = False) -> s
     return text if sd is None or math.isnan(sd) else f"{text}±{sd:.1f}"
 
 
-def cell_rows(results: list[CellResult]) -> pd.DataFrame:
+def cell_rows(results: list[CellResult], protocols: Mapping | None = None) -> pd.DataFrame:
     """One row per (result, target): the source -> target cells of the protocol; a far target's row holds its
-    numbers in FAR_COLUMNS alone (its ``role`` is "far", a near target's "ood")."""
+    numbers in FAR_COLUMNS alone (its ``role`` is "far", a near target's "ood"; far targets looked up with
+    ``protocols`` besides the registry's, bench.core.protocols.far_targets)."""
     from bench.core.protocols import far_targets
 
     rows = []
     for r in results:
         own = r.eval_sets[r.source]
-        far = far_targets(r.protocol.name, r.source)
+        far = far_targets(r.protocol.name, r.source, protocols)
         for target, metric in r.metrics.items():
             other = r.eval_sets[target]
             numbers = {"teacher_id": own.teacher_acc, "student_id": own.student_acc,

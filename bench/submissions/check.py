@@ -343,7 +343,7 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
 
     check_method_source(v, files)
     if len(v.cells) == len(listed) and v.cells:
-        summary = submission_summary(v.cells)
+        summary = submission_summary(v.cells, {protocol.name: protocol})   # far targets of an unregistered one too
         if set(meta["summary"]) != set(summary):
             v.error(SUBMISSION_FILE, "summary", f"has fields {sorted(meta['summary'])}, expected {sorted(summary)}",
                     REGENERATE)

@@ -218,8 +218,9 @@ def _write(chosen: dict, controls: dict, protocol: ProtocolSpec, folder: Path, s
         "command": public_command(command),
         "run_commands": sorted({r.command for r in every}),
         "cells": refs,
-        "summary": submission_summary(results),
-        "intervals": submission_intervals(load_cells(folder / cell_folder(r.seed, r.source) for r in results)),
+        "summary": submission_summary(results, {protocol.name: protocol}),
+        "intervals": submission_intervals(load_cells((folder / cell_folder(r.seed, r.source) for r in results),
+                                                     {protocol.name: protocol})),
         **({"external": EXTERNAL_NOTE} if first.external is not None else {}),
         **({"fresh_from": fresh_from} if fresh_from is not None else {}),
     })
