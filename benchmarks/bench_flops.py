@@ -70,8 +70,9 @@ def _timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def step_parts(examples: list, batch_size: int, dtype: str = "float32", spec=None):
-    """A model, optimizer and one batch, as the shared loop builds them (a decoder's as pair rows)."""
+def step_parts(examples: list, batch_size: int, dtype: str = "float32", spec=None, model=None):
+    """A model (``model``, when given, for another batch), optimizer and one batch, as the shared loop builds
+    them (a decoder's as pair rows)."""
     import dataclasses
 
     from bench.core.specs import TrainConfig
@@ -79,7 +80,7 @@ def step_parts(examples: list, batch_size: int, dtype: str = "float32", spec=Non
     from bench.stages.models import load_reward_model
     from bench.stages.train import apply_freezing
 
-    model = load_reward_model(dataclasses.replace(spec or tiny_strong(), dtype=dtype), seed=0).to(DEVICE)
+    model = model or load_reward_model(dataclasses.replace(spec or tiny_strong(), dtype=dtype), seed=0).to(DEVICE)
     apply_freezing(model, TrainConfig(learning_rate=1e-4, epochs=1, batch_size=batch_size, freeze_word_embeddings=True))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
     chunk = examples[:batch_size]
@@ -96,6 +97,7 @@ def step_parts(examples: list, batch_size: int, dtype: str = "float32", spec=Non
         optimizer.zero_grad(set_to_none=True)
 
     model.train()
+    step.model = model   # for the next batch's step_parts
     return step, batch
 
 

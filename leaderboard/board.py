@@ -43,6 +43,9 @@ class Board:
     validations: list[Validation]
     conflicts: list[tuple[str, set[str]]] = field(default_factory=list)
     _decisions: dict = field(default_factory=dict, repr=False)
+    # the specs the submissions were validated with besides the registry's (load_board's): a far target of an
+    # unregistered protocol is read apart from NTS too (bench.core.protocols.far_targets)
+    protocols: Mapping = field(default_factory=dict, repr=False)
 
     @cached_property
     def entries(self) -> list[Validation]:
@@ -58,7 +61,7 @@ class Board:
 
     def _rows(self, v: Validation) -> pd.DataFrame | None:
         try:
-            rows = cell_rows(v.cells)
+            rows = cell_rows(v.cells, self.protocols)
         except (KeyError, TypeError):  # a cell too broken to tabulate; validation has said why
             return None
         s = v.submission
@@ -77,7 +80,7 @@ class Board:
         frames = [self._rows(v) for v in self.entries]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
             columns=["submission", "method", "params", "models", "protocol", "category", "seed", "source", "target",
-                     *COLUMNS, "misfit", "valid", "status", "problem", "submitter"])
+                     "role", *COLUMNS, "misfit", "valid", "status", "problem", "submitter"])
 
     @cached_property
     def groups(self) -> list[tuple[str, str]]:
@@ -149,7 +152,7 @@ class Board:
         """The board as it would be with one more submission (an upload's preview): it takes the place
         of the submission in its folder, ``<protocol>/<models>/<slug>``, as it would on merging."""
         kept = [v for v in self.validations if v.key != location(validation)]
-        return Board(self.root, [*kept, validation], teacher_conflicts([*kept, validation]))
+        return Board(self.root, [*kept, validation], teacher_conflicts([*kept, validation]), protocols=self.protocols)
 
 
 NO_DELTA = (math.nan,) * 5
@@ -265,7 +268,7 @@ def load_board(root: Path, protocols: Mapping | None = None, model_pairs: Mappin
     from bench.submissions.record import validate_tree
 
     validations = validate_tree(Path(root), protocols, model_pairs, cache_dir) if Path(root).is_dir() else []
-    return Board(Path(root), validations, teacher_conflicts(validations))
+    return Board(Path(root), validations, teacher_conflicts(validations), protocols=dict(protocols or {}))
 
 
 # --- filters ---------------------------------------------------------------------------------------------

@@ -20,12 +20,19 @@ def _order(names: list[str], first: list[str]) -> list[str]:
     return [n for n in first if n in names] + [n for n in names if n not in first]
 
 
+def near(cells: pd.DataFrame) -> pd.DataFrame:
+    """``cells`` (rows of ``Board.cells``) without the rows of far targets (role "far": bench.core.report.cell_rows),
+    whose WRG, AOG and NTS are blank: they hold far AOG and far NTS alone, which the board reports apart."""
+    return cells[cells["role"] != "far"] if "role" in cells else cells
+
+
 def matrices(board: Board, submission: str, metric: str = "nts") -> dict[str, pd.DataFrame]:
     """Per category, source (rows) x target (columns) of one submission's metric, mean over seeds, in the
     protocol's order of datasets: a source's targets are its category's siblings, so each category is its
     own block (3 x 3 on mini) and no cell is blank but the diagonal, where a source would meet itself. Over the
-    seeds every submission of its group holds, as the ranking."""
-    cells = board.on_common_seeds(board.cells[board.cells["submission"] == submission])
+    seeds every submission of its group holds, as the ranking. Far targets are left out (``near``): their NTS is
+    reported apart."""
+    cells = near(board.on_common_seeds(board.cells[board.cells["submission"] == submission]))
     out = {}
     for category, within in cells.groupby("category", sort=False):
         table = within.pivot_table(index="source", columns="target", values=metric, aggfunc="mean", sort=False)
@@ -50,7 +57,7 @@ def color_limit(board: Board, keys: list[str], metric: str) -> float:
     """One colour scale for every heatmap of these submissions, symmetric around 0: up to the 95th
     percentile of their cells' |value| (at least 1 point), so one outlier (``length``'s -56 on mini)
     does not wash out every other panel; beyond it the colour saturates and the number is still printed."""
-    cells = board.on_common_seeds(board.cells[board.cells["submission"].isin(keys)])
+    cells = near(board.on_common_seeds(board.cells[board.cells["submission"].isin(keys)]))
     if cells.empty:
         return 1.0
     means = cells.groupby(["submission", "source", "target"])[metric].mean().abs()
@@ -60,8 +67,8 @@ def color_limit(board: Board, keys: list[str], metric: str) -> float:
 def id_vs_ood(board: Board, protocol: str | None = None, models: str | None = None, category: str | None = None,
               source: str | None = None) -> pd.DataFrame:
     """WRG (ID gain) and AOG (OOD gain) per submission and source -> target cell, mean over the seeds every
-    submission of its group holds (as the ranking)."""
-    cells = board.on_common_seeds(select(board.cells, protocol, models, category, source))
+    submission of its group holds (as the ranking); far targets left out (``near``)."""
+    cells = near(board.on_common_seeds(select(board.cells, protocol, models, category, source)))
     keys = ["submission", "method", "params", "status", "category", "source", "target"]
     if cells.empty:
         return pd.DataFrame(columns=[*keys, "wrg", "aog", "nts"])

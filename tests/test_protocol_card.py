@@ -5,7 +5,7 @@ from bench.core.card import DOCS_DIR, protocol_card
 from bench.core.protocols import PROTOCOLS, protocol_hash
 
 
-@pytest.mark.parametrize("name", ["mini", "mini-v2", "w2s-shift-v1"])
+@pytest.mark.parametrize("name", ["mini", "mini-v2", "w2s-shift-v1", "w2s-real-v1"])
 def test_committed_card_equals_the_generated_one(name):
     committed = (DOCS_DIR / f"{name}.md").read_text(encoding="utf-8")
     assert committed == protocol_card(PROTOCOLS.get(name)), \

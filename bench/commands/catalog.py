@@ -35,7 +35,9 @@ def print_registered(what: str, data_dir: Path | None = None) -> None:
         for name in PROTOCOLS.names():
             p = PROTOCOLS.get(name)
             print(f"{name} v{p.version} (hash {protocol_hash(p)}): {p.description}\n"
-                  f"  datasets: {', '.join(p.datasets)}; train pool {p.train_pool_size}, test {p.test_size}, "
+                  f"  datasets: {', '.join(p.datasets)}"
+                  + (f" (sources: {', '.join(p.sources)})" if p.sources != p.datasets else "")
+                  + f"; train pool {p.train_pool_size}, test {p.test_size}, "
                   f"max length {p.max_length}, {p.seeds_text}; model pair {p.models or 'tiny'}"
                   + (", every (seed, source) seeded on its own" if p.seeding == "per-source" else "")
                   + (f", best-of-{p.candidates} sets" if p.candidates else ""))
@@ -45,7 +47,9 @@ def print_registered(what: str, data_dir: Path | None = None) -> None:
             defaults = "; ".join(f"{method}: " + ", ".join(f"{k}={v}" for k, v in params) for method, params in m.method_defaults)
             reads = ", ".join(f"{w} {READOUTS[readout_of(spec)][1]}" for w, spec in (("weak", m.weak), ("strong", m.strong)))
             print(f"{name}: weak {m.weak.name} ({m.weak.path}), strong {m.strong.name} ({m.strong.path})\n"
-                  f"  {m.description}\n  readout: {reads}\n  method defaults: {defaults or 'none'}")
+                  f"  {m.description}\n  readout: {reads}\n  method defaults: {defaults or 'none'}"
+                  + "".join(f"\n  {role} weights: {text}" for role, spec in (("weak", m.weak), ("strong", m.strong))
+                            if (text := weights_source(spec))))
     else:
         for name in DATASETS.names():
             d = DATASETS.get(name)
@@ -55,6 +59,18 @@ def print_registered(what: str, data_dir: Path | None = None) -> None:
                   f"test {d.test_split}; revision: {revision}\n{'':28s} {d.description}")
             if data_dir and "hub_id" in dict(d.options):
                 print(f"{'':28s} {split_counts(d, data_dir)}")
+
+
+def weights_source(spec) -> str | None:
+    """Where a model whose folder a module of this project makes (``path_resolver``: bench.mpnet, bench.smollm2)
+    gets its weights and licence, and the one-time step that makes the folder; None for other models."""
+    import importlib
+
+    module_name = (spec.path_resolver or "").split(":")[0]
+    if not module_name.startswith("bench."):
+        return None
+    module = importlib.import_module(module_name)
+    return f"{module.DESCRIPTION}; made once by `python -m {module_name}`" if hasattr(module, "DESCRIPTION") else None
 
 
 def split_counts(spec, data_dir: Path) -> str:

@@ -6,7 +6,9 @@ which, so ``datasets.load_dataset(DIR)`` (or the Hub id it is pushed to) reads t
     data/scores.parquet     config ``scores`` (the default): every pair's teacher and student scores,
                             one row per seed x source x eval set x pair
     data/cells.parquet      config ``cells``: one row per seed x source -> target, with the accuracies,
-                            WRG / AOG / NTS and misfit the submission's result.json files record
+                            WRG / AOG / NTS and misfit the submission's result.json files record, and the
+                            target's ``role``: ``ood``, or ``far`` for a far target (ProtocolSpec.shifts),
+                            which the summary reports apart from NTS
     data/summary.parquet    config ``summary``: the submission's summary and 95% intervals, one row
     data/candidates.parquet config ``candidates``, only on a protocol with best-of-N candidate sets
                             (docs/best-of-n.md): every candidate's gold grade and teacher and student
@@ -18,7 +20,10 @@ which, so ``datasets.load_dataset(DIR)`` (or the Hub id it is pushed to) reads t
 The submission is validated first (``bench validate``'s checks, every number recomputed); one that
 does not validate is not exported. The card's code recomputes the summary's WRG, AOG and NTS from
 ``scores`` and, where there are candidate sets, its BoN gain ID, BoN gain OOD and BoN NTS from
-``candidates``. The folder is written beside ``DIR`` and moved into place whole.
+``candidates``, and on a protocol with far targets its far AOG and far NTS from the ``far`` rows (a result.json
+lists a far target as "ood", as the pipeline writes every target: the export gives it its role, "far", by
+bench.core.protocols.far_targets, as every reader of results does). The folder is written beside ``DIR`` and
+moved into place whole.
 Pushing it: ``hf upload ORG/NAME DIR --repo-type dataset`` (``huggingface-cli upload`` with the same
 arguments on huggingface_hub before 1.0).
 """
@@ -60,6 +65,19 @@ for metric, value in recomputed.items():
 print({m: round(v, 2) for m, v in recomputed.items()})
 '''
 
+# Appended to RECOMPUTE where the protocol has far targets (ProtocolSpec.shifts): their AOG and NTS, reported apart
+RECOMPUTE_FAR = '''
+# a far target (role "far") is scored by the same teacher and student and reported apart, never in NTS
+far = acc[acc.role == "far"].merge(own, on=["seed", "source"], suffixes=("", "_id"))
+far["far_aog"] = far.student - far.teacher
+far["far_nts"] = far.far_aog - (far.teacher_id - far.student_id).clip(lower=0)
+per_seed = far.groupby("seed")[["far_aog", "far_nts"]].mean()
+recomputed = {m: per_seed[m].mean() for m in ("far_aog", "far_nts")}
+for metric, value in recomputed.items():
+    assert abs(value - summary[metric]) < 1e-9, (metric, value, summary[metric])
+print({m: round(v, 2) for m, v in recomputed.items()})
+'''
+
 # Appended to RECOMPUTE where the protocol has candidate sets: the BoN numbers from the candidates table
 RECOMPUTE_BON = '''
 candidates = load_dataset(DATA, "candidates", split="train").to_pandas()
@@ -93,16 +111,19 @@ def configs(protocol) -> tuple[tuple[str, str, bool], ...]:
     return CONFIGS + ((CANDIDATES,) if protocol.candidates else ())
 
 
-def _tables(v) -> tuple[list[dict], list[dict], dict, list[dict]]:
+def _tables(v, protocols: Mapping | None = None) -> tuple[list[dict], list[dict], dict, list[dict]]:
     """The submission's per-pair scores, per-cell numbers, summary and (where its protocol has candidate sets)
-    per-candidate scores as rows."""
+    per-candidate scores as rows; an eval set's role is "id", "ood", or "far" for a far target of its source
+    (``protocols`` add specs to the registry's, as in validation)."""
+    from bench.core.protocols import far_targets
     from bench.core.results import read_cell_files
     from bench.submissions.limits import cell_folder
 
     meta = v.submission
     scores, cells, candidates = [], [], []
     for result in sorted(v.cells, key=lambda r: (r.seed, meta["protocol"]["name"], r.source)):
-        roles = {name: e.role for name, e in result.eval_sets.items()}
+        far = far_targets(meta["protocol"]["name"], result.source, protocols)
+        roles = {name: "far" if name in far else e.role for name, e in result.eval_sets.items()}
         files = read_cell_files(v.folder / cell_folder(result.seed, result.source))   # a folder's, or the store's
         for row in files.rows:
             scores.append({"seed": result.seed, "source": result.source, "category": result.category,
@@ -119,7 +140,7 @@ def _tables(v) -> tuple[list[dict], list[dict], dict, list[dict]]:
         checkpoint = result.external.checkpoint if result.external else None
         for target, metrics in result.metrics.items():
             cells.append({"seed": result.seed, "source": result.source, "category": result.category, "target": target,
-                          "teacher_id": own.teacher_acc, "student_id": own.student_acc,
+                          "role": roles[target], "teacher_id": own.teacher_acc, "student_id": own.student_acc,
                           "teacher_ood": result.eval_sets[target].teacher_acc,
                           "student_ood": result.eval_sets[target].student_acc,
                           **metrics.model_dump(exclude_none=True),   # BoN metrics only where the protocol has them
@@ -178,6 +199,9 @@ def _card(v, protocol, license: str) -> str:
     bon_table = ("\n- `candidates`: one row per seed x source x eval set x candidate set x candidate: its `grade` (the "
                  "gold grade; the top grade is gold-best), and `teacher` and `student`, the two models' scores; "
                  "`pair_id` is the test pair whose chosen and rejected are candidates 0 and 1." if bon else "")
+    far = any(protocol.far_targets_of(source) for source in protocol.sources)
+    far_text = (", or `far` for a far target, a shift reported apart: its AOG and NTS are the summary's far AOG "
+                "and far NTS, never in its NTS" if far else "")
     licences = "\n".join(f"| `{name}` | {DATASETS.get(name).license} |" for name in protocol.datasets)
     weak, strong = models["weak"], models["strong"]
     card = (protocol_card(protocol).replace(f"{GENERATED_NOTE}\n\n", "").replace("\n#", "\n###")
@@ -203,8 +227,8 @@ seed {meta['intervals']['seed']}).
 
 - `scores` (default): one row per seed x source x eval set x pair: `teacher_chosen`, `teacher_rejected`,
   `student_chosen`, `student_rejected` are r(chosen) and r(rejected); `role` is `id` for the source's
-  own test split and `ood` for a target's.
-- `cells`: one row per seed x source -> target with the numbers the submission's cells record, the
+  own test split and `ood` for a target's{far_text}.
+- `cells`: one row per seed x source -> target (its `role` as in `scores`) with the numbers the submission's cells record, the
   student's misfit to the teacher's labels, the digest of the labels it learned from, the teacher's
   cache key{', and the checkpoint (Hub commit or weights sha256)' if meta.get('external') else ''}.
 - `summary`: the submission's summary and intervals, one row.{bon_table}
@@ -215,7 +239,7 @@ weights' sha256 or Hub commits, code versions, the commands that made every cell
 ## Recompute the summary
 
 ```python
-{RECOMPUTE}{RECOMPUTE_BON if bon else ''}```
+{RECOMPUTE}{RECOMPUTE_FAR if far else ''}{RECOMPUTE_BON if bon else ''}```
 
 With ShiftBench, `bench validate` recomputes every number of the submission (accuracies, metrics,
 summary and intervals) from the per-pair scores.
@@ -266,7 +290,7 @@ def export_submission(folder: Path, dest: Path, force: bool = False, protocols: 
     if dest.exists() and not force:
         raise BenchError(f"{dest} exists; pass --force to replace it, or give another folder")
     protocol = protocol_named(v.submission["protocol"]["name"], protocols)
-    scores, cells, summary, candidates = _tables(v)
+    scores, cells, summary, candidates = _tables(v, protocols)
     license = hub_license(DATASETS.get(name).license for name in protocol.datasets)
     with staged_folder(dest, "export folder (DEST)") as staging:
         (staging / "data").mkdir()

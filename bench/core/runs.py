@@ -50,15 +50,15 @@ class RunsDelta:
 
 
 def cell_value(cell: Cell, metric: str) -> float:
-    """A cell's WRG, AOG or NTS (bench.core.metrics), averaged over its targets. Computed once per cell and
-    metric (a Cell is frozen): the board compares every method with naive, and each comparison reads naive's
-    cells again."""
+    """A cell's WRG, AOG or NTS (bench.core.metrics), averaged over its targets (its near ones: a far target is
+    reported apart, never in these). Computed once per cell and metric (a Cell is frozen): the board compares every
+    method with naive, and each comparison reads naive's cells again."""
     from bench.core.metrics import cell_metrics
 
     known = _VALUES.setdefault(cell, {})
     if metric not in known:
         acc = {e.name: {"teacher": 100.0 * float(e.teacher.mean()), "student": 100.0 * float(e.student.mean())}
-               for e in cell.eval_sets}
+               for e in cell.eval_sets if e.role != "far"}
         per_target = cell_metrics(acc, cell.source)
         known[metric] = float(np.mean([m[metric] for m in per_target.values()]))
     return known[metric]

@@ -43,7 +43,7 @@ class RunSettings:
     def __post_init__(self) -> None:  # tuples and paths whatever the caller passed, so settings pickle and compare
         for name, kind in (("sources", tuple), ("seeds", tuple), ("out", Path), ("cache_dir", Path)):
             object.__setattr__(self, name, kind(getattr(self, name)))
-        object.__setattr__(self, "sources", self.sources or self.protocol.datasets)
+        object.__setattr__(self, "sources", self.sources or self.protocol.sources)
         object.__setattr__(self, "seeds", self.seeds or self.protocol.seeds[:1])
 
     @property

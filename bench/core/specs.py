@@ -108,6 +108,13 @@ class ProtocolSpec:
     # The model pair of the protocol's reference board: what --models means when not given. None: "tiny", as
     # before the field existed (a default is left out of the hash, so protocols without one keep theirs).
     models: str | None = None
+    # Which datasets are sources and what each is scored on, for a protocol where not every dataset is a source
+    # scored on its category siblings: per source, (source, near targets, far targets). The near targets are the
+    # OOD eval sets of AOG and NTS; the far ones (a shift across categories) are scored by the same teacher and
+    # student and reported apart, as the cell's "far" score, never in NTS (``far_targets_of``; readers tell them
+    # apart by bench.core.protocols.far_targets). None: every dataset a source, its siblings its near targets,
+    # no far ones, as before the field existed (a default is left out of the hash, so protocols keep theirs).
+    shifts: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] | None = None
 
     def __post_init__(self) -> None:
         from bench.core.errors import BenchError
@@ -116,10 +123,38 @@ class ProtocolSpec:
         if n is not None and not (isinstance(n, int) and not isinstance(n, bool) and n >= 2):
             raise BenchError(f"protocol {self.name!r}: candidates={n!r} is not a candidate-set size; give a whole "
                              "number >= 2 (the pair's two responses and more, e.g. 4 for best-of-4), or None")
+        if self.shifts is not None:
+            self._check_shifts()
+
+    def _check_shifts(self) -> None:
+        from bench.core.errors import BenchError
+
+        problems = []
+        sources = [source for source, _, _ in self.shifts]
+        if not sources or len(set(sources)) != len(sources):
+            problems.append(f"sources {sources} are not one or more distinct datasets")
+        for source, near, far in self.shifts:
+            unknown = [d for d in (source, *near, *far) if d not in self.datasets]
+            if unknown:
+                problems.append(f"{source}: {unknown} are not among its datasets {list(self.datasets)}")
+            if not near:
+                problems.append(f"{source}: no near target, so no NTS")
+            if source in (*near, *far) or set(near) & set(far) or len(set(near)) != len(near) or len(set(far)) != len(far):
+                problems.append(f"{source}: near {list(near)} and far {list(far)} must be distinct datasets other "
+                                "than the source")
+        if problems:
+            raise BenchError(f"protocol {self.name!r}: shifts are not (source, near targets, far targets) per source: "
+                             + "; ".join(problems))
 
     @property
     def datasets(self) -> tuple[str, ...]:
+        """Every dataset the protocol reads: its sources and every target."""
         return tuple(name for _, names in self.categories for name in names)
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The datasets a student trains on, one cell each per seed: every dataset, unless ``shifts`` names them."""
+        return tuple(source for source, _, _ in self.shifts) if self.shifts else self.datasets
 
     @property
     def seed_order(self) -> tuple[int, ...]:
@@ -149,8 +184,16 @@ class ProtocolSpec:
         raise KeyError(dataset)
 
     def targets_of(self, source: str) -> tuple[str, ...]:
+        """Every eval set of ``source`` besides its own test split: its near targets, then its far ones."""
+        if self.shifts:
+            near, far = dict((s, (n, f)) for s, n, f in self.shifts)[source]
+            return near + far
         category = self.category_of(source)
         return tuple(name for name in dict(self.categories)[category] if name != source)
+
+    def far_targets_of(self, source: str) -> tuple[str, ...]:
+        """The targets of ``source`` scored apart from NTS, across categories (``shifts``); none by default."""
+        return next((far for s, _, far in self.shifts if s == source), ()) if self.shifts else ()
 
     def capped(self, train: int | None = None, test: int | None = None, length: int | None = None) -> "ProtocolSpec":
         """This protocol with smaller train pools and test splits, or shorter sequences (``length`` tokens

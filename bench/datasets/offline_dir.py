@@ -97,22 +97,41 @@ def split_real_file(path: Path, folder: Path) -> None:
         for line in f:
             if line.strip():
                 key = opening_turn(line) or line
-                (train if int(hashlib.sha256(key).hexdigest(), 16) % 5 < 3 else test).append(line)
+                (train if goes_to_train(key) else test).append(line)
     for split, lines in (("train", train), ("test", test)):
         (folder / f"{split}.jsonl.gz").write_bytes(gzip.compress(b"".join(lines), mtime=0))
 
 
+def goes_to_train(key: bytes) -> bool:
+    """Whether a row with this split key goes to train (3 in 5 of the hash's values) rather than test."""
+    return int(hashlib.sha256(key).hexdigest(), 16) % 5 < 3
+
+
+def split_key(row: dict) -> bytes:
+    """``split_real_file``'s key of a row read from the Hub rather than a line of the file: its opening turn,
+    else the line the row is in Anthropic's file, its newline included, which ``json.dumps(row,
+    ensure_ascii=False)`` gives back to the byte for every row of both realdata files (bench.datasets.pinned
+    checks the rows it gives)."""
+    return opening_turn_of(row) or json.dumps(row, ensure_ascii=False).encode() + b"\n"
+
+
 def opening_turn(line: bytes) -> bytes | None:
+    """An hh-rlhf line's ``opening_turn_of``, or None for a line that is not JSON."""
+    try:
+        row = json.loads(line)
+    except ValueError:   # not JSON (or not UTF-8)
+        return None
+    return opening_turn_of(row)
+
+
+def opening_turn_of(row) -> bytes | None:
     """An hh-rlhf row's first user turn as its pair's prompt has it (bench.datasets.hh), case-folded, with
     punctuation dropped and spaces collapsed ("Call me a bad name!" and "call me a bad name" are one), or
     None for a row the normaliser drops."""
     from bench.core.data import Pair
     from bench.datasets import hh
 
-    try:
-        pair = hh.normalize(json.loads(line))
-    except ValueError:   # not JSON (or not UTF-8)
-        return None
+    pair = hh.normalize(row)
     if not isinstance(pair, Pair):
         return None
     words = re.sub(r"[^\w\s]", " ", pair.prompt[0][1].casefold()).split()

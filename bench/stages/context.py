@@ -105,9 +105,15 @@ class RunContext:
     def loaders(self, source: str) -> tuple[str, ...]:
         """The modules that load a cell's datasets: their code decides its pairs (generated data has no
         other fingerprint), so it is part of the code version of the teacher and of the cell; with the modules
-        that build and score its candidate sets when the protocol has them."""
+        that build and score its candidate sets when the protocol has them. A loader module that reads its rows
+        through others names them in ``KEY_MODULES`` (bench.datasets.pinned): they follow the loaders, so the keys
+        of a protocol whose loaders name none (mini, mini-v2, w2s-shift-v1) stay as they were."""
+        import importlib
+
         names = (source, *eval_sets(self.protocol, source))
-        loaders = tuple(sorted({DATASETS.get(name).loader.split(":")[0] for name in names}))
+        modules = {DATASETS.get(name).loader.split(":")[0] for name in names}
+        used = {name for module in modules for name in getattr(importlib.import_module(module), "KEY_MODULES", ())}
+        loaders = tuple(sorted(modules)) + tuple(sorted(used - modules))
         if self.protocol.candidates is None:
             return loaders
         # the test splits' candidate sets are data of the cell too (only where the protocol scores them: keys stay)

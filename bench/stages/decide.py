@@ -82,7 +82,7 @@ def run_seeds(sides: list, seeds: list[int], jobs: int) -> None:
     from bench.stages.resume import findings, refuse_to_mix
     from bench.stages.sweep import cell_threads, run_jobs
 
-    batches = [settings.replace(seeds=tuple(seeds), sources=settings.protocol.datasets) for settings in sides]
+    batches = [settings.replace(seeds=tuple(seeds), sources=settings.protocol.sources) for settings in sides]
     refuse_to_mix("bench compare --until-decided",
                   [found for settings in batches for found in findings(settings, cell_threads(jobs))])
     for settings in batches:
@@ -143,5 +143,5 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
             return 0
         seeds = list(range(from_seed, from_seed + min(last, delta.seeds + batch)))
         print(f"  running seeds {from_seed + delta.seeds}..{seeds[-1]} of each ({len(sides)} runs per cell x "
-              f"{len(sides[0].protocol.datasets)} sources)", file=sys.stderr, flush=True)
+              f"{len(sides[0].protocol.sources)} sources)", file=sys.stderr, flush=True)
         run_seeds(sides, seeds, jobs)

@@ -133,7 +133,7 @@ def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fil
                     "the numbers must be the ones the per-pair (and per-candidate) scores give; " + REGENERATE)
         if not problems:  # what the board's intervals are computed from (at most the declared pairs)
             into = v.controls if ref.get("replicate", 0) else v.pairs
-            into.append(cell_from_scores(result, rows, rel_result, candidate_rows))
+            into.append(cell_from_scores(result, rows, rel_result, candidate_rows, {protocol.name: protocol}))
             if reference is not None:   # the protocol's test pairs, judged by the protocol's teacher
                 from bench.submissions.reference import check_cell
 

@@ -298,9 +298,9 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
         if key in held:
             v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[1]}, source {key[2]}"
                     f"{f', replicate {key[0]}' if key[0] else ''} is listed twice", REGENERATE)
-        elif key[1] not in protocol.seed_order or key[2] not in protocol.datasets:
+        elif key[1] not in protocol.seed_order or key[2] not in protocol.sources:
             v.error(SUBMISSION_FILE, f"cells.{i}", f"seed {key[1]}, source {key[2]!r} is not a cell of "
-                    f"{protocol.name} ({protocol.seeds_text}, sources {list(protocol.datasets)})",
+                    f"{protocol.name} ({protocol.seeds_text}, sources {list(protocol.sources)})",
                     "remove it; " + REGENERATE)
         elif key[0] < 0:
             v.error(SUBMISSION_FILE, f"cells.{i}.replicate", f"is {key[0]}: 0 is the method's own run, r > 0 its "
@@ -313,10 +313,10 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
     _check_replicates(v, meta, protocol, set(held))
     # A protocol with a sequential plan takes further whole seeds after its own, without a gap.
     seeds = protocol.submission_seeds(seed for seed, _ in listed)
-    missing = [(seed, source) for seed in seeds for source in protocol.datasets if (seed, source) not in listed]
+    missing = [(seed, source) for seed in seeds for source in protocol.sources if (seed, source) not in listed]
     if missing:
         shown = ", ".join(f"seed {seed} {source}" for seed, source in missing)
-        v.error(SUBMISSION_FILE, "cells", f"{len(missing)} of the {len(seeds) * len(protocol.datasets)} cells of "
+        v.error(SUBMISSION_FILE, "cells", f"{len(missing)} of the {len(seeds) * len(protocol.sources)} cells of "
                 f"seeds {', '.join(map(str, seeds))} are missing: {shown}", f"run them (bench run --method "
                 f"{meta['method']['name']} --protocol {protocol.name} --seeds {' '.join(map(str, seeds))}, with the "
                 "same --param), then bench submit again")
@@ -327,13 +327,13 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
         if CELL_FILE_RE.fullmatch(rel):
             v.error(rel, "", "is not listed in submission.json", "remove it, or " + REGENERATE)
 
-    for i, key in enumerate(sorted(listed, key=lambda k: (k[0], protocol.datasets.index(k[1])))):
+    for i, key in enumerate(sorted(listed, key=lambda k: (k[0], protocol.sources.index(k[1])))):
         _in_time(v, started, budget, f"cell {i + 1} of {len(listed)} (seed {key[0]}, {key[1]})")
         result = check_cell(v, meta, protocol, listed[key], files, reference)
         if result is not None:
             v.cells.append(result)
     replicated = []   # the replicates' results: their commands are the submission's too
-    for i, key in enumerate(sorted(replicates, key=lambda k: (k[0], k[1], protocol.datasets.index(k[2])))):
+    for i, key in enumerate(sorted(replicates, key=lambda k: (k[0], k[1], protocol.sources.index(k[2])))):
         _in_time(v, started, budget, f"replicate cell {i + 1} of {len(replicates)} (replicate {key[0]}, seed "
                  f"{key[1]}, {key[2]})")
         result = check_cell(v, meta, protocol, replicates[key], files, reference)
@@ -343,7 +343,7 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
 
     check_method_source(v, files)
     if len(v.cells) == len(listed) and v.cells:
-        summary = submission_summary(v.cells)
+        summary = submission_summary(v.cells, {protocol.name: protocol})   # far targets of an unregistered one too
         if set(meta["summary"]) != set(summary):
             v.error(SUBMISSION_FILE, "summary", f"has fields {sorted(meta['summary'])}, expected {sorted(summary)}",
                     REGENERATE)
@@ -383,9 +383,9 @@ def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, held: s
         return
     for r in sorted({r for r, _, _ in replicated}):
         seeds = sorted({seed for q, seed, _ in replicated if q == r})
-        unheld = [seed for seed in seeds if any((0, seed, d) not in held for d in protocol.datasets)]
+        unheld = [seed for seed in seeds if any((0, seed, d) not in held for d in protocol.sources)]
         partial = [seed for seed in seeds if seed not in unheld and
-                   any((r, seed, d) not in held for d in protocol.datasets)]
+                   any((r, seed, d) not in held for d in protocol.sources)]
         if unheld:
             v.error(SUBMISSION_FILE, "cells", f"replicate {r} holds seed{'s' if len(unheld) > 1 else ''} "
                     f"{', '.join(map(str, unheld))}, of which {BASELINE}'s own runs miss a source: a replicate is the "

@@ -101,7 +101,7 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
             found[key] = (folder, result)
     chosen = {key[1:]: cell for key, cell in found.items() if not key[0]}
     seeds = protocol.submission_seeds(seed for seed, _ in chosen)   # beyond the protocol's: whole, without a gap
-    missing = [f"seed {s} {d}" for s in seeds for d in protocol.datasets if (s, d) not in chosen]
+    missing = [f"seed {s} {d}" for s in seeds for d in protocol.sources if (s, d) not in chosen]
     if missing:
         own = next(result for _, result in cells if not result.replicate)
         problems += _missing(missing, seeds, chosen, own, protocol)
@@ -111,7 +111,7 @@ def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple
                         "evaluate) under one name: give the external student another --name")
     held = {seed for seed, _ in chosen}
     whole = {(r, seed) for r, seed, _ in found
-             if r and seed in held and all((r, seed, d) in found for d in protocol.datasets)}
+             if r and seed in held and all((r, seed, d) in found for d in protocol.sources)}
     for r, seed in sorted({key[:2] for key in found if key[0]} - whole):
         print(f"note: replicate {r} of seed {seed} is left out of {BASELINE}'s submission: it misses a source of the "
               "seed, or naive's own runs do (stopped part way?), so it corrects no run", file=sys.stderr)
@@ -186,8 +186,8 @@ def _pack_result(cell_dir: Path, result: CellResult, target: Path) -> CellResult
 def _write(chosen: dict, controls: dict, protocol: ProtocolSpec, folder: Path, submitter: str, command: str,
            fresh_from: int | None) -> None:
     seeds = protocol.submission_seeds(s for s, _ in chosen)
-    ordered = [chosen[(s, d)] for s in seeds for d in protocol.datasets]
-    replicated = [controls[key] for key in sorted(controls, key=lambda k: (k[0], k[1], protocol.datasets.index(k[2])))
+    ordered = [chosen[(s, d)] for s in seeds for d in protocol.sources]
+    replicated = [controls[key] for key in sorted(controls, key=lambda k: (k[0], k[1], protocol.sources.index(k[2])))
                   if key[1] in seeds]
     refs, results = [], []
     for cell_dir, result in (*ordered, *replicated):
@@ -218,8 +218,9 @@ def _write(chosen: dict, controls: dict, protocol: ProtocolSpec, folder: Path, s
         "command": public_command(command),
         "run_commands": sorted({r.command for r in every}),
         "cells": refs,
-        "summary": submission_summary(results),
-        "intervals": submission_intervals(load_cells(folder / cell_folder(r.seed, r.source) for r in results)),
+        "summary": submission_summary(results, {protocol.name: protocol}),
+        "intervals": submission_intervals(load_cells((folder / cell_folder(r.seed, r.source) for r in results),
+                                                     {protocol.name: protocol})),
         **({"external": EXTERNAL_NOTE} if first.external is not None else {}),
         **({"fresh_from": fresh_from} if fresh_from is not None else {}),
     })

@@ -4,7 +4,7 @@ and ``bench validate`` to recompute."""
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
@@ -78,10 +78,11 @@ class SubmissionFile(_Strict):
     fresh_from: int | None = None
 
 
-def submission_summary(cells: list) -> dict[str, float | int | None]:
+def submission_summary(cells: list, protocols: Mapping | None = None) -> dict[str, float | int | None]:
     """Means over cells and seeds, with spreads (None with one seed): what submission.json records (the
-    BoN columns too, on a protocol with candidate sets: bench.core.report.columns_of)."""
-    rows = cell_rows(cells)
+    BoN columns too, on a protocol with candidate sets, and the far ones on a protocol with far targets:
+    bench.core.report.columns_of; ``protocols``: specs besides the registry's, as cell_rows takes them)."""
+    rows = cell_rows(cells, protocols)
     summary, columns = summarise(rows), columns_of(rows)
     out: dict[str, float | int | None] = {}
     for name in [*columns, *(f"{c}_sd" for c in columns)]:
