@@ -22,7 +22,9 @@ from bench.core.compare import BASELINE, LABELS, Decision, deciding_interval, de
 from bench.core.protocols import replaced_by
 from bench.core.report import COLUMNS, cell_rows, params_text
 from bench.submissions.limits import Validation
+from bench.submissions.record import described
 from bench.submissions.tree import teacher_conflicts
+from leaderboard import decided
 
 # How a row of a method that is not built in is marked (method.origin.kind): its code is not the harness's,
 # so what it did is read in its source, which the submission carries (bench.core.result_schema.METHOD_SOURCE_FILE).
@@ -46,6 +48,8 @@ class Board:
     # the specs the submissions were validated with besides the registry's (load_board's): a far target of an
     # unregistered protocol is read apart from NTS too (bench.core.protocols.far_targets)
     protocols: Mapping = field(default_factory=dict, repr=False)
+    # where the decisions of unchanged groups are kept (leaderboard.decided), beside the validation record; None: nowhere
+    record_dir: Path | None = field(default=None, repr=False)
 
     @cached_property
     def entries(self) -> list[Validation]:
@@ -99,8 +103,8 @@ class Board:
     def independent(self, protocol: str, models: str) -> bool:
         """Whether the group's runs are independent (its protocol seeds every (seed, source) cell on its own,
         ProtocolSpec.seeding "per-source"): then a difference is decided over runs, not seeds."""
-        cells = [c for v in self.in_group(protocol, models) for c in v.pairs]
-        return bool(cells) and all(c.independent for c in cells)
+        flags = [flag for v in self.in_group(protocol, models) for flag in described(v.pairs, "independent")]
+        return bool(flags) and all(flags)
 
     def decisions(self, protocol: str, models: str, category: str | None = None, source: str | None = None
                   ) -> dict[str, dict]:
@@ -116,7 +120,12 @@ class Board:
         from bench.core.stats import bon_view
 
         key = (protocol, models, category, source)
-        if key not in self._decisions:
+        if key in self._decisions:
+            return self._decisions[key]
+        # an unchanged group's decisions are read from the record: its per-pair values are not even loaded
+        recorded = decided.key(self.in_group(protocol, models), key) if self.record_dir is not None else None
+        found = decided.load(self.record_dir, recorded) if recorded else None
+        if found is None:
             valid = [v for v in self.in_group(protocol, models) if v.ok]
             cells = [c for v in valid for c in v.pairs]
             controls = [c for v in valid for c in v.controls]   # naive's replicates, as bench compare uses them
@@ -124,8 +133,10 @@ class Board:
             if found and all(c.bon for c in (*cells, *controls)):
                 for sub, row in _decided(valid, bon_view(cells), bon_view(controls), "bon-nts", category, source).items():
                     found[sub]["bon"] = row
-            self._decisions[key] = found
-        return self._decisions[key]
+            if recorded:
+                decided.save(self.record_dir, recorded, found)
+        self._decisions[key] = found
+        return found
 
     def switcher_label(self, protocol: str, models: str) -> str:
         """A group as the switchers of both pages offer it: its label and its number of submissions, marked where
@@ -265,10 +276,11 @@ def load_board(root: Path, protocols: Mapping | None = None, model_pairs: Mappin
     """Validate every submission under ``root`` (``protocols`` / ``model_pairs`` add specs to the
     registries), reusing the stored outcome of each submission whose files did not change
     (``bench.submissions.record``; ``cache_dir`` defaults to $SHIFTBENCH_CACHE/leaderboard)."""
-    from bench.submissions.record import validate_tree
+    from bench.submissions.record import default_dir, validate_tree
 
     validations = validate_tree(Path(root), protocols, model_pairs, cache_dir) if Path(root).is_dir() else []
-    return Board(Path(root), validations, teacher_conflicts(validations), protocols=dict(protocols or {}))
+    return Board(Path(root), validations, teacher_conflicts(validations), protocols=dict(protocols or {}),
+                 record_dir=Path(cache_dir or default_dir()) / "decisions")
 
 
 # --- filters ---------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from bench.core.compare import (
 )
 from bench.core.report import TEACHER, fmt, runs_in, summarise, teacher_rows
 from bench.submissions.limits import Validation
+from bench.submissions.record import described
 from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, common_seeds, on_seeds, scope, select
 
 RANKING_COLUMNS = ["rank", "method", "params", "status", "role",
@@ -147,7 +148,7 @@ def runs_text(board: Board, key: str, cells_of: pd.DataFrame, decided: dict) -> 
     first = cells_of.iloc[0]
     return rests_on(decided.get("deciding", {}).get("nts"), cells_of["seed"].nunique(),
                     runs_in(cells_of) if board.independent(first["protocol"], first["models"]) else 0,
-                    len({c.method for c in board.by_key[key].controls}))
+                    len(set(described(board.by_key[key].controls, "method"))))
 
 
 def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, seeds, ceiling, ceiling_ci, by: str

@@ -186,3 +186,45 @@ def test_the_committed_submissions_are_validated_once_per_session(committed_vali
     n = len(committed_validations)
     assert code == 0 and validated == [] and sum(line.startswith("ok ") for line in lines) == n
     assert count.startswith(f"{n} of {n} submissions pass") and f"({n} from the validation record" in count
+
+
+# --- the board's decisions, kept beside the record (leaderboard.decided) -------------------------------------------
+def test_an_unchanged_groups_decisions_are_read_back_exactly_and_a_change_recomputes_them(runs, tmp_path, monkeypatch):
+    """The second board reads its group's decisions from the record (nothing bootstrapped), value for value with
+    their types (the same repr); a changed submission changes the key, so they are computed again."""
+    import leaderboard.board as board_module
+    from leaderboard import core
+
+    root = runs.copy_submissions(tmp_path / "subs")
+    cache = tmp_path / "cache"
+    first = core.load_board(root, runs.protocols, runs.model_pairs, cache)
+    group = first.groups[0]
+    computed = first.decisions(*group)
+    assert computed and any("deciding" in row for row in computed.values())
+    assert len(list((cache / "decisions").glob("*.json"))) == 1
+
+    calls, real = [], board_module._decided
+    monkeypatch.setattr(board_module, "_decided", lambda *a, **k: calls.append(1) or real(*a, **k))
+    again = core.load_board(root, runs.protocols, runs.model_pairs, cache)
+    assert repr(again.decisions(*group)) == repr(computed) and calls == []
+    assert core.ranking(again, protocol=group[0], models=group[1]).to_csv() == \
+        core.ranking(first, protocol=group[0], models=group[1]).to_csv()
+
+    flip_one_student_pair(root / "mini-test" / "tiny-test" / "naive" / "cells" / "seed0" / "mini__recipes")
+    changed = core.load_board(root, runs.protocols, runs.model_pairs, cache)
+    changed.decisions(*group)
+    assert calls   # naive no longer validates: another group, computed afresh
+
+
+def test_the_decisions_record_keeps_every_type():
+    import numpy as np
+
+    from bench.core.compare import Decision
+    from leaderboard import decided
+
+    value = {"a": (np.float64(1.5), np.int64(3), np.bool_(True), float("nan"), None, "x", [1, 2.0]),
+             "deciding": {"nts": Decision(-1.0, 2.0, False, 0.5, 3, runs=18, controls=2, from_seed=3)}}
+    back = decided.decode(json.loads(json.dumps(decided.encode(value))))
+    assert repr(back) == repr(value)
+    with pytest.raises(TypeError):
+        decided.encode({"a": object()})

@@ -127,6 +127,7 @@ class Validation:
     pairs: list = field(default_factory=list)   # per cell that recomputes, its per-pair correctness (bench.core.cells.Cell)
     controls: list = field(default_factory=list)   # likewise of naive's replicates (CellRef.replicate): no row of theirs
     name: str = ""   # how to call it: its path in the submissions root (unique there)
+    digest: str = ""   # its key in the validation record (its files and what validation depends on); "" if not recorded
     store: object = None   # the bench.core.store.Store its cells are read from; None for a folder of cell folders
 
     @property

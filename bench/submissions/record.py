@@ -190,8 +190,8 @@ class LazyCells(Sequence):
     """A Validation's ``pairs`` or ``controls`` as the record holds them: their number at once (from the summary),
     the cells on first use (from the entry's arrays; ``load()`` gives both lists of the entry)."""
 
-    def __init__(self, count: int, load: Callable[[], tuple[list[Cell], list[Cell]]], which: int):
-        self._count, self._load, self._which, self._cells = count, load, which, None
+    def __init__(self, metas: list[dict], load: Callable[[], tuple[list[Cell], list[Cell]]], which: int):
+        self._metas, self._count, self._load, self._which, self._cells = metas, len(metas), load, which, None
 
     def _got(self) -> list[Cell]:
         if self._cells is None:
@@ -200,6 +200,11 @@ class LazyCells(Sequence):
 
     def __len__(self) -> int:
         return self._count
+
+    def described(self, name: str) -> list:
+        """Each cell's ``name`` (method, name, seed, source, category or independent), from the summary: no per-pair
+        value is read."""
+        return [m[name] for m in self._metas]
 
     def __getitem__(self, i):
         return self._got()[i]
@@ -236,7 +241,13 @@ def _from_entry(data: dict, folder: Path, arrays_path: Path,
     return Validation(folder, errors=[Problem(**p) for p in data["errors"]],
                       warnings=[Problem(**p) for p in data["warnings"]], submission=data["submission"],
                       cells=[CellResult.model_validate(c) for c in data["cells"]],
-                      pairs=LazyCells(len(metas[0]), load, 0), controls=LazyCells(len(metas[1]), load, 1))
+                      pairs=LazyCells(metas[0], load, 0), controls=LazyCells(metas[1], load, 1))
+
+
+def described(cells: Sequence[Cell], name: str) -> list:
+    """Each cell's ``name`` (a field the summary holds: method, name, seed, source, category or independent) without
+    reading any per-pair value where ``cells`` are a record's (``LazyCells``)."""
+    return cells.described(name) if isinstance(cells, LazyCells) else [getattr(c, name) for c in cells]
 
 
 def entry_path(cache_dir: Path, folder: Path) -> Path:
@@ -277,14 +288,17 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
         try:
             data = json.loads(entry.read_bytes())
             if data.get("format") == FORMAT and data.get("key") == key:
-                return _from_entry(data, folder, arrays_path(entry),
-                                   lambda: validate_submission(folder, protocols, model_pairs)), True
+                found = _from_entry(data, folder, arrays_path(entry),
+                                    lambda: validate_submission(folder, protocols, model_pairs))
+                found.digest = key
+                return found, True
         except FileNotFoundError:
             pass
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
             pass   # a damaged entry: validate again and write it anew
     found = validate_submission(folder, protocols, model_pairs)
     if files_key(folder) == files:   # unchanged while it was read: the outcome belongs to this key
+        found.digest = key
         try:
             summary, arrays = _to_entry(found, key)
             atomic_write_bytes(entry.with_name(entry.name + ".path"), str(folder.resolve()).encode())
