@@ -2,6 +2,7 @@
 
 - ``board``: load and validate the submissions (bench.submissions.record keeps each one's outcome by its
   files' checksums), their cells, groups (protocol x model pair), filters and decisions (``bench.core.compare``'s);
+- ``decided``: a group's decisions kept beside the validation record, so an unchanged board bootstraps nothing;
 - ``ranking``: a group's ranking table and its verdict in one line;
 - ``columns``: the columns, their definitions, the one number format, the view every renderer shows;
 - ``links``: paper and source-code links;  ``context``: what was run, in words;

@@ -52,8 +52,15 @@ class Board:
     record_dir: Path | None = field(default=None, repr=False)
 
     @cached_property
+    def _frames(self) -> dict[int, pd.DataFrame]:
+        """Each tabulable submission's rows (``_rows``), by ``id`` of its Validation: built once, for ``entries``
+        and ``cells`` both."""
+        frames = {id(v): self._rows(v) for v in self.validations if v.submission is not None and v.cells}
+        return {k: f for k, f in frames.items() if f is not None}
+
+    @cached_property
     def entries(self) -> list[Validation]:
-        return [v for v in self.validations if v.submission is not None and v.cells and self._rows(v) is not None]
+        return [v for v in self.validations if id(v) in self._frames]
 
     @cached_property
     def unreadable(self) -> list[Validation]:
@@ -81,7 +88,7 @@ class Board:
     @cached_property
     def cells(self) -> pd.DataFrame:
         """One row per submission x seed x source -> target cell."""
-        frames = [self._rows(v) for v in self.entries]
+        frames = [self._frames[id(v)] for v in self.entries]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
             columns=["submission", "method", "params", "models", "protocol", "category", "seed", "source", "target",
                      "role", *COLUMNS, "misfit", "valid", "status", "problem", "submitter"])
