@@ -170,7 +170,8 @@ class Board:
         """The board as it would be with one more submission (an upload's preview): it takes the place
         of the submission in its folder, ``<protocol>/<models>/<slug>``, as it would on merging."""
         kept = [v for v in self.validations if v.key != location(validation)]
-        return Board(self.root, [*kept, validation], teacher_conflicts([*kept, validation]), protocols=self.protocols)
+        return Board(self.root, [*kept, validation], teacher_conflicts([*kept, validation]), protocols=self.protocols,
+                     record_dir=self.record_dir)   # the groups it does not join keep their recorded decisions
 
 
 NO_DELTA = (math.nan,) * 5

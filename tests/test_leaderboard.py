@@ -550,10 +550,11 @@ def test_the_board_says_what_was_run(reference):
     from leaderboard import render
 
     html = render.data_html(line)
-    assert "synthetic data only." in html and "<code>w2s-shift-v1</code> has no submissions yet" in html
+    assert "synthetic data only." in html and "protocols <code>w2s-real-v1</code> and <code>w2s-shift-v1</code> have no submissions yet" in html
     assert "comes from <code>mini-v2</code>, <code>mini</code><span class=\"sb-more\"> (archived)</span>" in html
     assert "<b>Compare rows within one group</b> (protocol × model pair)" in html   # mini and mini-v2 differ
     assert "bench run --protocol w2s-shift-v1 --models PAIR --method NAME --seeds 0 1 2" in html
+    assert html.count("How to make one") == 1   # one sentence and one how-to, whatever the number of such protocols
     # the board opens on the group of a current protocol with the most submissions; mini, archived, comes after
     assert reference.groups[0] == ("mini-v2", "tiny-lr3e-4") and ("mini", "tiny") in reference.groups
     archived = render.markdown_page(reference, "mini", "tiny")

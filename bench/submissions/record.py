@@ -130,7 +130,7 @@ def _pack(cells: list[Cell]) -> bytes:
     as indices into one table of the distinct ids (UTF-8, with their byte lengths): a submission's cells name
     the same test pairs over and over."""
     table: dict[str, int] = {}
-    known: dict[tuple[str, ...], np.ndarray] = {}   # the cells of a submission name the same test pairs over and over
+    known: dict[tuple[str, ...], np.ndarray] = {}   # each distinct tuple of ids, indexed once
     halves, credits, index = [], [], []
     for c in cells:
         for e in c.eval_sets:
