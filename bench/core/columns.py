@@ -71,8 +71,36 @@ def groups(values: np.ndarray) -> dict[Hashable, np.ndarray]:
     return {name: order[bounds[i]:bounds[i + 1]] for i, name in enumerate(names)}
 
 
+class _Columns:
+    """What score and candidate columns share: their length, and reading rows that may not read cleanly (``read``:
+    a subclass's ``_convert`` and ``finite`` say what clean is; anything else only the row-by-row reading words)."""
+
+    eval_set: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.eval_set)
+
+    @classmethod
+    def given(cls, rows: Iterable[Mapping] | Any) -> tuple[Any, Any]:
+        """``rows`` (as a list) and their columns, or None where they do not read cleanly (``read``); columns given
+        are their own."""
+        if isinstance(rows, cls):
+            return rows, rows
+        rows = list(rows)
+        return rows, cls.read(rows)
+
+    @classmethod
+    def read(cls, rows: list[Mapping]) -> Any:
+        """The columns of rows that read cleanly, else None."""
+        try:
+            columns = cls._convert(rows)
+        except Exception:   # whatever a row does wrong, the row-by-row reading says it, in its words
+            return None
+        return columns if columns.finite() else None
+
+
 @dataclass(frozen=True, eq=False)
-class ScoreColumns:
+class ScoreColumns(_Columns):
     """SCORES_FILE's columns, one entry per pair in file order: ``eval_set`` and ``pair_id`` (object arrays of
     str), the four scores (float64). ``source``: the rows they were read from (``from_rows``), which an error
     quotes, so that a score reads as its file writes it."""
@@ -92,33 +120,13 @@ class ScoreColumns:
                                else np.asarray(value, dtype=np.float64))
         _check_shapes(self, SCORE_COLUMNS)
 
-    def __len__(self) -> int:
-        return len(self.eval_set)
-
     @classmethod
     def _convert(cls, rows: list[Mapping]) -> ScoreColumns:
+        """Clean rows (``read``): every row has every column and four scores, finite (``finite``); anything else
+        raises, and only the row-by-row reading (bench.core.results.accuracies_from_scores) words it."""
         n = len(rows)
         return cls(_objects(list(map(itemgetter("eval_set"), rows))), _objects(list(map(itemgetter("pair_id"), rows))),
                    *(_floats(map(itemgetter(name), rows), n) for name in _SCORES), source=rows)
-
-    @classmethod
-    def given(cls, rows: Iterable[Mapping] | ScoreColumns) -> tuple[Any, ScoreColumns | None]:
-        """``rows`` (as a list) and their columns, or None where they do not read cleanly (``read``); columns given
-        are their own."""
-        if isinstance(rows, ScoreColumns):
-            return rows, rows
-        rows = list(rows)
-        return rows, cls.read(rows)
-
-    @classmethod
-    def read(cls, rows: list[Mapping]) -> ScoreColumns | None:
-        """The columns of well-formed rows: every row has every column and four finite scores. None for
-        anything else, which only the row-by-row reading (bench.core.results.accuracies_from_scores) words."""
-        try:
-            columns = cls._convert(rows)
-        except Exception:   # whatever a row does wrong, the row-by-row reading says it, in its words
-            return None
-        return columns if columns.finite() else None
 
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping]) -> ScoreColumns:
@@ -193,7 +201,7 @@ class CandidateSets:
 
 
 @dataclass(frozen=True, eq=False)
-class CandidateColumns:
+class CandidateColumns(_Columns):
     """CANDIDATES_FILE's columns, one entry per candidate in file order: ``eval_set``, ``set_id``, ``pair_id``
     (object arrays of str; None where a row lacks the column, as the row-by-row reading's ``row.get`` has
     it), ``candidate`` (int64: the index the row's text writes), ``grade``, ``teacher``, ``student``
@@ -215,11 +223,11 @@ class CandidateColumns:
                                else np.asarray(value, dtype=np.int64 if name == "candidate" else np.float64))
         _check_shapes(self, CANDIDATE_COLUMNS)
 
-    def __len__(self) -> int:
-        return len(self.eval_set)
-
     @classmethod
     def _convert(cls, rows: list[Mapping]) -> CandidateColumns:
+        """Clean rows (``read``): every grade and score there, finite (``finite``), every candidate index written as a
+        plain whole number ("0", "1", ...); anything else raises, and only the row-by-row reading
+        (bench.core.results.candidate_sets_from_rows) words it."""
         n = len(rows)
         ids = [_objects([row.get(name) for row in rows]) for name in CANDIDATE_COLUMNS[:3]]
         text = [row.get("candidate") for row in rows]
@@ -231,26 +239,6 @@ class CandidateColumns:
             if list(map(str, candidate.tolist())) != text:
                 raise ValueError("a candidate index is not written as a plain whole number") from None
         return cls(*ids, candidate, *(_floats(map(itemgetter(name), rows), n) for name in _NUMBERS), source=rows)
-
-    @classmethod
-    def given(cls, rows: Iterable[Mapping] | CandidateColumns) -> tuple[Any, CandidateColumns | None]:
-        """``rows`` (as a list) and their columns, or None where they do not read cleanly (``read``); columns given
-        are their own."""
-        if isinstance(rows, CandidateColumns):
-            return rows, rows
-        rows = list(rows)
-        return rows, cls.read(rows)
-
-    @classmethod
-    def read(cls, rows: list[Mapping]) -> CandidateColumns | None:
-        """The columns of rows that read cleanly: every grade and score there and finite, every candidate
-        index written as a plain whole number ("0", "1", ...). None for anything else, which only the
-        row-by-row reading (bench.core.results.candidate_sets_from_rows) words."""
-        try:
-            columns = cls._convert(rows)
-        except Exception:   # whatever a row does wrong, the row-by-row reading says it, in its words
-            return None
-        return columns if columns.finite() else None
 
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping]) -> CandidateColumns:

@@ -93,6 +93,14 @@ def load(spec: DatasetSpec, split: str, limit: int | None, data_dir: Path | None
         files = find_local_files(spec, split, Path(data_dir))
         rows, columns, provenance = local_rows(files, Path(data_dir))
         where = ", ".join(str(f) for f in files)
+    return pairs_of(spec, split, rules, rows, columns, provenance, where, limit)
+
+
+def pairs_of(spec: DatasetSpec, split: str, rules: ModuleType, rows: Iterator[Any], columns: list[str] | None,
+             provenance: dict, where: str, limit: int | None) -> LoadedSplit:
+    """The split's pairs from its raw ``rows`` (read from ``where``; ``columns`` when the format declares them, else a
+    column is checked only when no pair is usable), with ``provenance`` completed by the counts: checked, normalised
+    and sampled as the module docstring says (bench.datasets.pinned reads its checked rows through it too)."""
     if columns is not None:
         check_columns(spec, rules, columns, where)
     pairs, seen_keys, read, dropped, usable = normalise(spec, split, rules, rows, limit)

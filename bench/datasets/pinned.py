@@ -16,13 +16,12 @@ Either way each row is cut to the spec's ``columns`` (before it is taken, on the
 ``rows_sha256``: the sha256 of their canonical JSON (``rows_digest``), one line per row in order, so that
 a parquet row from the Hub and a JSON line of a local file that hold the same values digest alike. A
 different digest is an error naming both, before any pair is made. Then the rows become pairs exactly as
-bench/datasets/loading.py makes them (``_pairs``: its normaliser, drops, sample, counts and errors), and the
+bench/datasets/loading.py makes them (``pairs_of``: its normaliser, drops, sample, counts and errors), and the
 provenance records the digest beside the files' sha256 or the Hub commit.
 
 **Keys.** The code that makes these pairs is part of every w2s-real-v1 teacher's and cell's key: this module (the
 registry loader), and ``KEY_MODULES``, which bench.stages.context.RunContext.loaders adds for it. Only this
-protocol's keys hold them: bench/datasets/loading.py stays as it was, since its code digest is in every
-w2s-shift-v1 key (bench.core.versions.code_version).
+protocol's keys hold them.
 """
 from __future__ import annotations
 
@@ -34,15 +33,7 @@ from typing import Any, Iterable, Iterator
 from bench.core.data import LoadedSplit
 from bench.core.errors import BenchError
 from bench.core.specs import DatasetSpec
-from bench.datasets.loading import (
-    _counts,
-    check_columns,
-    find_local_files,
-    hub_rows,
-    local_rows,
-    normalise,
-    rules_of,
-)
+from bench.datasets.loading import find_local_files, hub_rows, local_rows, pairs_of, rules_of
 from bench.datasets.rows import DropReason
 
 TAKES = ("opening-turn", "head")
@@ -82,28 +73,7 @@ def load(spec: DatasetSpec, split: str, limit: int | None, data_dir: Path | None
         raise BenchError(f"dataset {spec.name!r} split {split!r}: the {len(rows)} rows of {where} have digest "
                          f"{digest}, not the pinned {pinned} (bench.datasets.pinned.rows_digest). Fix: {fix}.")
     provenance["rows_sha256"] = digest
-    return _pairs(spec, split, rows, provenance, where, limit)
-
-
-def _pairs(spec: DatasetSpec, split: str, rows: list[Any], provenance: dict, where: str, limit: int | None
-           ) -> LoadedSplit:
-    """The pairs of the checked ``rows`` (read from ``where``), with ``provenance`` completed by the counts: the
-    tail of bench.datasets.loading.load, its steps called as they are (normalise, check_columns), kept here so
-    that loading's code, part of every w2s-shift-v1 key, stays as it was. The rows are cut to the spec's
-    columns, which no format declares: a column is checked only when no pair is usable, as loading does for jsonl."""
-    rules = rules_of(spec)
-    pairs, seen_keys, read, dropped, usable = normalise(spec, split, rules, iter(rows), limit)
-    provenance.update(dataset=spec.name, split=split, license=spec.license, limit=limit, rows_read=read,
-                      usable=usable, kept=len(pairs), dropped=dict(sorted(dropped.items())))
-    if not pairs:
-        check_columns(spec, rules, seen_keys, where)
-        if read and dropped and all(reason.startswith("malformed") for reason in dropped):
-            raise BenchError(f"dataset {spec.name!r}: every one of the {read} rows of {where} is malformed "
-                             f"({_counts(dropped)}). Fix: check that the file holds {spec.name}'s original schema "
-                             f"with columns {', '.join(rules.REQUIRED_COLUMNS)}.")
-        raise BenchError(f"dataset {spec.name!r}: no usable pair in {where} ({read} rows read; dropped: "
-                         f"{_counts(dropped) or 'none'}). Fix: check that this is the right file and split.")
-    return LoadedSplit(pairs, provenance)
+    return pairs_of(spec, split, rules_of(spec), iter(rows), None, provenance, where, limit)
 
 
 def taken(spec: DatasetSpec, split: str, rows: Iterable[Any]) -> Iterator[Any]:
