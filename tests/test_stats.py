@@ -214,6 +214,24 @@ def test_a_board_of_many_methods_computes_them_a_step_at_a_time_to_the_same_numb
     assert everything(stepped) == everything(whole)
 
 
+def test_replicate_counts_in_float32_and_kept_teacher_rows_are_float64s_to_the_bit():
+    """The bootstrap's counts of correct pairs come from a float32 product (and a group's teacher rows are kept
+    and reused) only where that is exact: whole weights, correctness 0, 0.5 or 1. They equal float64's product
+    bit for bit, whatever the rows beside a row; weights that are not whole take float64's product itself."""
+    from bench.core.stats import _counts
+
+    rng = np.random.default_rng(5)
+    n, B = 180, 400
+    drawn = resamples_from_indices(rng.integers(0, 3, (B, 3)), {"d": rng.integers(0, n, (B, n))})
+    correct = rng.choice([0.0, 0.5, 1.0], size=(7, n))
+    exact = correct @ drawn.weights["d"].reshape(B, n).T
+    assert np.array_equal(_counts(drawn, "d", 1, correct, shared=False), exact)
+    assert np.array_equal(_counts(drawn, "d", 1, correct[2:5], shared=True), exact[2:5])
+    assert np.array_equal(_counts(drawn, "d", 1, correct[::-1], shared=True), exact[::-1])   # kept rows and new ones
+    graded = correct * 0.3   # not a tie's halves: float32 would round
+    assert np.array_equal(_counts(drawn, "d", 1, graded, shared=True), graded @ drawn.weights["d"].reshape(B, n).T)
+
+
 def test_p_value_and_t_interval():
     cells = two_close_methods(n=60)
     board = Board(cells, n_boot=400)

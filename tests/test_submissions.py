@@ -35,6 +35,7 @@ from bench.submissions import (
     validate_tree,
 )
 from bench.submissions.fields import check_text
+from bench.submissions.limits import _Stop
 
 
 def check(runs, folder) -> Validation:
@@ -291,6 +292,28 @@ def test_a_model_specs_own_chat_template_is_not_taken_for_markup():
         ("models.strong.chat_template",
          f"text of {limits.MAX_TEMPLATE_CHARS + 1} characters (limit {limits.MAX_TEMPLATE_CHARS})"),
         ("models.weak.chat_template", "text '<|im_end|>\\u200b' contains a zero-width character U+200B")]
+
+
+def test_text_escaped_in_json_or_allowed_only_where_it_is_is_judged_as_the_walk_judges_it(tmp_path):
+    """check_text passes a JSON file whose strings are all plain in one pass over its text: a character written as
+    a JSON escape is still found, and a string that only its place allows (a path as a key or in a command, markup
+    in a chat template) is judged where it is."""
+    from bench.submissions.fields import read_json
+    from bench.submissions.schema import SubmissionFile
+
+    def problems(text: str) -> list[str]:
+        (tmp_path / "x.json").write_text(text)
+        v = Validation(folder=tmp_path)
+        with pytest.raises(_Stop):   # every one of these stops at the schema version
+            read_json(v, tmp_path, "x.json", SubmissionFile)
+        return [f"{p.field}: {p.message.split(' contains')[0].split(': a submission')[0]}" for p in v.errors
+                if p.field != "schema_version"]
+
+    assert problems('{"notes": "\\u003cscript\\u003e", "n": "\\u200b"}') == [
+        "notes: text '<script>'", "n: text '\\u200b'"]
+    assert problems('{"/home/me": 1, "command": "/usr/bin/bench run", "o": {"command": "~/x"}}') == []
+    assert problems('{"models": {"strong": {"chat_template": "<|im_start|>"}}, "path": "/home/me/x"}') == [
+        "path: holds the local path '/home/me/x'"]
 
 
 @pytest.mark.parametrize("field, value", [("slug", "../../etc"), ("method.name", "a/b"), ("slug", "..")])

@@ -177,8 +177,13 @@ class CandidateSets:
         return np.cumsum(self.sizes) - self.sizes
 
     def credits(self, who: str) -> np.ndarray:
-        """Each set's credit |T ∩ B| / |T| for ``who`` ("teacher" or "student"): bench.core.metrics.bon_credit."""
-        return bon_credits(getattr(self, who), self.grade, self.sizes)
+        """Each set's credit |T ∩ B| / |T| for ``who`` ("teacher" or "student"): bench.core.metrics.bon_credit.
+        Computed once (validation reads them for the cell's BoN numbers and again for its Cell), read-only."""
+        cached = self.__dict__.setdefault("_credits", {})
+        if who not in cached:
+            cached[who] = bon_credits(getattr(self, who), self.grade, self.sizes)
+            cached[who].flags.writeable = False
+        return cached[who]
 
     def one_by_one(self) -> list[tuple]:
         """Each set as (set_id, pair_id, grades, teacher, student), the three as lists of floats in candidate
@@ -284,6 +289,12 @@ def well_formed_sets(columns: CandidateColumns) -> dict[Hashable, CandidateSets]
     file exactly when, within each eval set's rows: a set starts wherever the set id changes, each set's
     rows are candidates 0, 1, 2, ... with its pair id, each set has two or more, and no set id starts two
     sets. Those are the checks here, on whole columns; every number must be finite too."""
+    if "_well_formed" not in columns.__dict__:   # columns are not changed once made: their sets are found once
+        columns.__dict__["_well_formed"] = _well_formed_sets(columns)
+    return columns.__dict__["_well_formed"]
+
+
+def _well_formed_sets(columns: CandidateColumns) -> dict[Hashable, CandidateSets] | None:
     if not columns.finite():
         return None
     found = {}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from functools import lru_cache
 
 PATH_OPTIONS = frozenset({"--out", "--cache-dir", "--data-dir", "--method-file", "--slurm-folder",
                           "--submissions", "--html", "--labels"})
@@ -74,6 +75,11 @@ def public_command(command: str) -> str:
 
 def absolute_paths(command: str) -> list[str]:
     """The absolute (or ``~``-prefixed) paths a command holds, as tokens or as the VALUE of ``NAME=VALUE``."""
+    return list(_absolute_paths(command))
+
+
+@lru_cache(maxsize=4096)   # a submission's cells record a handful of commands, each many times
+def _absolute_paths(command: str) -> tuple[str, ...]:
     found = []
     for token in _tokens(command):
         value = token.partition("=")[2]
@@ -81,4 +87,4 @@ def absolute_paths(command: str) -> list[str]:
             found.append(token)
         elif _is_absolute(value):
             found.append(value)
-    return found
+    return tuple(found)

@@ -4,6 +4,7 @@ paths, recorded commands without local paths, and a JSON file read against its p
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
@@ -68,7 +69,37 @@ def _unsafe(text: str, markup_ok: bool) -> str | None:
     return unsafe_text(text, markup_ok=markup_ok)
 
 
-def check_text(v: Validation, file: str, obj: Any) -> None:
+# Strings found plain (no unsafe text, within MAX_TEXT_CHARS, no local path) in this process, as JSON writes them
+# between quotes: the cells of a tree repeat their model pair's, protocol's and environment's strings thousands
+# of times.
+_PLAIN: set[str] = set()
+_JSON_STRING_RE = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
+
+
+def _all_plain(raw: str) -> bool:
+    """Whether every string of a JSON text, keys included, is plain, with no regard to where it is: then
+    ``check_text`` finds nothing, as every rule it applies somewhere admits a plain string. The strings are
+    the text's string tokens (each starts at the first quote after the last one's end), found by one regex
+    instead of a walk that makes a path for every string; a text with any other string takes the walk that
+    words what is wrong."""
+    new = set(_JSON_STRING_RE.findall(raw)) - _PLAIN
+    for token in new:
+        text = json.loads(f'"{token}"') if "\\" in token else token
+        if len(text) > limits.MAX_TEXT_CHARS or _unsafe(text, False) or LOCAL_PATH_RE.match(text):
+            return False
+    if len(_PLAIN) < 1 << 17:
+        _PLAIN.update(new)
+    return True
+
+
+def check_text(v: Validation, file: str, obj: Any, raw: str | None = None) -> None:
+    """Every string of ``obj``, a JSON value (``raw``: the JSON text it was read from, if at hand), checked where
+    it is: its text safe to show, its length within its field's limit, and no local path."""
+    try:
+        if _all_plain(raw if raw is not None else json.dumps(obj)):
+            return
+    except (TypeError, ValueError):   # not a JSON value: the walk says what it finds
+        pass
     for loc, text, is_key in strings(obj):
         tokenizer_limit = tokenizer_text_limit(loc, is_key)
         limit = tokenizer_limit or limits.MAX_TEXT_CHARS
@@ -98,15 +129,15 @@ def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel], con
         v.error(rel, "", f"{size} bytes, over the limit of {limits.MAX_JSON_BYTES}", REGENERATE)
         raise _Stop
     try:
-        data = json.loads((path.read_bytes() if content is None else content).decode("utf-8"),
-                          parse_constant=no_constants)
+        raw = (path.read_bytes() if content is None else content).decode("utf-8")
+        data = json.loads(raw, parse_constant=no_constants)
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         v.error(rel, "", f"not valid JSON ({str(error)[:200]})", REGENERATE)
         raise _Stop from None
     if not isinstance(data, dict):
         v.error(rel, "", "is not a JSON object", REGENERATE)
         raise _Stop
-    check_text(v, rel, data)
+    check_text(v, rel, data, raw)
     expected = SCHEMA_VERSION if model is SubmissionFile else RESULT_SCHEMA
     if data.get("schema_version") != expected:
         v.error(rel, "schema_version", f"is {data.get('schema_version')!r}; this bench reads {expected}",

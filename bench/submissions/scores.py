@@ -202,8 +202,21 @@ def _stored_rows(v: Validation, rel: str, keys: list[list], numbers: np.ndarray,
 def _clean_keys(keys: list[list], wanted: Mapping[str, int], unique: list[tuple]) -> bool:
     """Whether every row's eval set is one of ``wanted``, every id is safe text, and no key of ``unique`` repeats:
     the common case, checked without a message per row (a row that fails is then worded by ``judge``)."""
-    return (all(e in wanted for e in set(keys[0])) and not any(_unsafe(t) for column in keys[1:3] for t in set(column))
-            and len(set(unique)) == len(unique))
+    return all(e in wanted for e in set(keys[0])) and _safe_ids(keys[1:3]) and len(set(unique)) == len(unique)
+
+
+# Ids found safe in this process: a tree's cells score the same test pairs again and again, so a set difference
+# leaves only the ids not seen yet to check one by one.
+_SAFE_IDS: set[str] = set()
+
+
+def _safe_ids(columns: list[list]) -> bool:
+    new = set().union(*columns) - _SAFE_IDS
+    if any(_unsafe(t) for t in new):
+        return False
+    if len(_SAFE_IDS) < 1 << 20:
+        _SAFE_IDS.update(new)
+    return True
 
 
 def stored_scores(v: Validation, rel: str, store, i: int, n_pairs: Mapping[str, int]):
@@ -249,10 +262,11 @@ def stored_candidates(v: Validation, rel: str, store, i: int, n_sets: Mapping[st
         v.error(rel, "", str(error).split(": ", 1)[-1], REGENERATE)
         return None
     numbers = np.column_stack([grade, teacher, student])
-    keys = [eval_set.tolist(), set_id.tolist(), pair_id.tolist(), [str(c) for c in candidate.tolist()]]
+    keys = [eval_set.tolist(), set_id.tolist(), pair_id.tolist()]
     if len(numbers) <= n * sum(n_sets.values()) and np.isfinite(numbers).all() and (candidate < n).all() and \
-            _clean_keys(keys, n_sets, list(zip(keys[0], keys[1], keys[3]))):
+            _clean_keys(keys, n_sets, list(zip(keys[0], keys[1], candidate.tolist()))):
         return CandidateColumns(eval_set, set_id, pair_id, candidate, grade, teacher, student)
+    keys.append([str(c) for c in candidate.tolist()])   # the index as a file writes it, for the messages
     seen: set = set()
 
     def judge(k: int, row: tuple) -> tuple[str, str] | None:
