@@ -16,6 +16,7 @@ from small_runs import (
     first_cell,
     flip_one_student_pair,
     reseal,
+    submission_copy,
     zip_folder,
 )
 
@@ -272,6 +273,43 @@ def test_a_decoders_chat_template_and_special_tokens_are_not_taken_for_markup(ru
     assert "result.json: formatters.strong.special_tokens.<i>: text '<i>' contains '<' or '>'" in found
     assert "formatters.strong.eos_token: text '<|im_end|>\\u202e' contains a bidirectional control character" in found
     assert f"formatters.strong.chat_template: text of {limits.MAX_TEMPLATE_CHARS + 1} characters" in found
+
+
+def test_gold_labels_are_the_built_in_ceilings_alone(runs, naive, tmp_path):
+    """A cell that trained on gold labels is the ceiling's, the board's reference row: naive's cells edited to say
+    gold (with labels.kind to match, every checksum resealed), a method file's gold, and a ceiling that says teacher
+    or comes from a file are refused; the built-in ceiling passes."""
+    def gold(r):
+        r["method"]["labels"] = "gold"
+        if r.get("labels"):
+            r["labels"]["kind"] = "gold"
+
+    for result in naive.rglob("result.json"):
+        edit_json(result, gold)
+    reseal(naive)
+    assert "method.labels: is 'gold' for 'naive' (built-in origin): only the built-in 'ceiling' trains on gold" \
+        in errors(check(runs, naive))
+    for result in naive.rglob("result.json"):
+        edit_json(result, lambda r: r["method"]["origin"].update(kind="file"))
+    reseal(naive)
+    assert "is 'gold' for 'naive' (file origin)" in errors(check(runs, naive))
+
+    ceiling = submission_copy(runs, tmp_path / "ceiling", "ceiling")
+    assert check(runs, ceiling).ok
+    for result in ceiling.rglob("result.json"):
+        edit_json(result, lambda r: r["method"]["origin"].update(kind="file"))
+    reseal(ceiling)
+    assert "method.labels: is 'gold' for 'ceiling' (file origin)" in errors(check(runs, ceiling))
+
+    def teacher(r):
+        r["method"].update(labels="teacher", origin={**r["method"]["origin"], "kind": "built-in"})
+        if r.get("labels"):
+            r["labels"]["kind"] = "teacher"
+
+    for result in ceiling.rglob("result.json"):
+        edit_json(result, teacher)
+    reseal(ceiling)
+    assert "method.labels: is 'teacher': 'ceiling' is the built-in reference" in errors(check(runs, ceiling))
 
 
 def test_a_model_specs_own_chat_template_is_not_taken_for_markup():

@@ -188,6 +188,25 @@ def check_seeds(v: Validation, rel: str, result: CellResult, protocol: ProtocolS
                     f"{derived} (bench.core.data.stage_seed): seeds are derived, never chosen", REGENERATE)
 
 
+def check_gold(v: Validation, rel: str, result: CellResult) -> None:
+    """Gold labels are the ceiling's, and only the built-in ceiling's: it is the board's reference row above every
+    method, never ranked. A weak-to-strong method learns from the teacher's labels; one that learns from gold would
+    be ranked as a W2S method with the ceiling's advantage (a method file's ``labels = "gold"``, or a cell of
+    another method edited to say so). The ceiling itself says gold, and comes from this harness's code."""
+    from bench.core.results import CEILING
+
+    method, kind = result.method, result.method.origin.get("kind")
+    if method.labels == "gold" and (method.name != CEILING or kind != "built-in"):
+        v.error(rel, "method.labels", f"is 'gold' for {method.name!r} ({kind or 'no'} origin): only the built-in "
+                f"{CEILING!r} trains on gold labels, as the board's reference row; a weak-to-strong method learns from "
+                "the teacher's labels", "train it on the teacher's labels (labels = \"teacher\", the default), then "
+                + REGENERATE)
+    elif method.name == CEILING and (method.labels != "gold" or kind != "built-in"):
+        v.error(rel, "method.labels" if method.labels != "gold" else "method.origin.kind",
+                f"is {method.labels if method.labels != 'gold' else kind!r}: {CEILING!r} is the built-in reference "
+                "that trains on gold labels", "run the built-in ceiling (bench run --method ceiling), then " + REGENERATE)
+
+
 def check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) -> None:
     """What a cell says it learned from (``labels``) and, for a student trained outside the harness
     (``external``, written by bench evaluate), that it is marked as such everywhere and that the labels
@@ -204,6 +223,7 @@ def check_provenance(v: Validation, rel: str, result: CellResult, meta: dict) ->
                     REGENERATE)
         if labels.kind != result.method.labels:
             v.error(rel, "labels.kind", f"is {labels.kind!r}, but method.labels is {result.method.labels!r}", REGENERATE)
+    check_gold(v, rel, result)
     if result.external is None and result.method.trains and result.student.get("trained_on", {}).get("loop_runs") == 0:
         v.warn(rel, "student.trained_on", "the method never ran the harness's training loop, so what its student "
                "trained on (half B, by the loop's check) is not known", "train through train(...), as methods/api.py says")
