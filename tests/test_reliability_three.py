@@ -144,6 +144,25 @@ def test_a_forged_teacher_is_refused_by_validate_compare_and_the_board_upload(tm
         capsys.readouterr().err
 
 
+def test_an_early_stopped_pair_without_a_reference_of_its_own_is_checked_against_its_base_pairs(tmp_path):
+    """Early stopping changes only the student: a forged teacher under ``tiny+early-stop``, where no reference of that
+    pair is committed, is refused by the base pair's reference (before, it passed with a warning)."""
+    from bench.submissions.check import validate_submission
+    from bench.submissions.limits import REFERENCES
+
+    folder = REPOSITORY / "submissions" / "mini" / "tiny+early-stop" / "naive"
+    if not folder.is_dir():
+        pytest.skip("no reference submissions")
+    forged = as_folders(Path(shutil.copytree(folder, tmp_path / "mini" / "tiny+early-stop" / "naive")))
+    forge(forged, flip_teacher_wins(5, 0, "mini/recipes"))
+    only_base = tmp_path / "references"
+    only_base.mkdir()
+    shutil.copy(REFERENCES / "mini__tiny.json", only_base)
+    found = "\n".join(map(str, validate_submission(forged, references=only_base).errors))
+    assert ("eval_sets.mini/recipes: the teacher's verdicts differ from those of the reference teacher (submission "
+            "mini/tiny/naive) on 5 of 400 test pairs") in found, found
+
+
 def test_dropped_test_pairs_are_refused_by_validate_and_the_board_upload(tmp_path, capsys):
     forged = reference_copy(tmp_path)
     forge(forged, drop_student_losses(4))

@@ -102,14 +102,29 @@ def path_of(protocol: str, models: str, root: Path = REFERENCES) -> Path:
     return Path(root) / f"{protocol}__{models}.json"
 
 
+def teacher_pairs(models: str) -> list[str]:
+    """The model pairs whose reference teacher a pair's cells are checked against, in order: its own, then for a pair
+    whose students are early-stopped (``tiny+early-stop``, bench.core.specs.ModelPairSpec.early_stopped) its base
+    pair, as early stopping changes only the student: the teacher and the test pairs are the base pair's."""
+    base, _, mark = models.partition("+")
+    return [models, base] if mark.startswith("early-stop") else [models]
+
+
+def reference_file(protocol: str, models: str, root: Path | None = REFERENCES) -> Path | None:
+    """The committed reference file a protocol x model pair's cells are checked against (``teacher_pairs``), or None."""
+    if root is None:
+        return None
+    return next((path for name in teacher_pairs(models) if (path := path_of(protocol, name, root)).is_file()), None)
+
+
 def committed(protocol: ProtocolSpec, models: str, root: Path | None = REFERENCES) -> Reference | None:
-    """The committed reference of a protocol x model pair, or None. A reference made for another version
-    of the protocol (another hash) is an error: the test pairs it holds are not the protocol's."""
+    """The committed reference of a protocol x model pair (``reference_file``), or None. A reference made for another
+    version of the protocol (another hash) is an error: the test pairs it holds are not the protocol's."""
     from bench.core.protocols import protocol_hash
 
-    if root is None or not path_of(protocol.name, models, root).is_file():
+    path = reference_file(protocol.name, models, root)
+    if path is None:
         return None
-    path = path_of(protocol.name, models, root)
     reference = Reference.from_json(json.loads(path.read_text(encoding="utf-8")))
     if reference.protocol["hash"] != protocol_hash(protocol):
         raise ValueError(f"the reference teacher of {protocol.name}/{models} ({path.name}) was built for protocol hash "

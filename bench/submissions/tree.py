@@ -91,7 +91,7 @@ def check_teachers(validations: list[Validation], beside: list[Validation] = (),
         if s is None or not v.pairs:
             continue
         key = (s["protocol"]["name"], s["models"]["name"])
-        if references is not None and reference_teacher.path_of(*key, references).is_file():
+        if reference_teacher.reference_file(*key, references) is not None:
             continue
         base = naive.get(key)
         if base is None or base is v:
