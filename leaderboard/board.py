@@ -31,6 +31,26 @@ from leaderboard import decided
 NOT_BUILT_IN = {kind: f"method from {what}, not built in: its source is in the submission (method_source.py)"
                 for kind, what in (("file", "a method file"), ("entry point", "an installed package"))}
 
+
+
+def marks(v: Validation) -> list[tuple[str, str]]:
+    """(badge, what it means) for each thing a reader must know about a submission's row before trusting it,
+    the same wherever the row is shown (the app, the static page, --markdown, the CSV's status): students
+    trained outside the harness, a method whose code the harness does not ship, a teacher not checked against a
+    reference teacher."""
+    s, found = v.submission or {}, []
+    if s.get("external"):
+        found.append(("external training", str(s["external"])))
+    origin = (s.get("method") or {}).get("origin")
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    if kind in NOT_BUILT_IN:
+        found.append(("method file" if kind == "file" else "package", NOT_BUILT_IN[kind]))
+    if any(p.field == "teacher" for p in v.warnings):   # bench.submissions.tree.check_teachers found no reference
+        found.append(("teacher not checked", "its teacher is not checked against a reference teacher (no committed "
+                                             "reference and no naive submission of its protocol and model pair)"))
+    return found
+
+
 METRICS = {"nts": "NTS", "aog": "AOG", "wrg": "WRG"}
 ALL = "all"
 UPLOAD_PREFIX = "upload: "   # the key of an uploaded submission previewed on the board
@@ -76,12 +96,8 @@ class Board:
         except (KeyError, TypeError):  # a cell too broken to tabulate; validation has said why
             return None
         s = v.submission
-        status = "validated" if v.ok else f"NOT VALIDATED ({len(v.errors)} problems)"
-        if s.get("external"):   # students trained outside the harness (bench evaluate): say so wherever it shows
-            status += f"; {s['external']}"
-        kind = (s["method"].get("origin") or {}).get("kind") if isinstance(s["method"].get("origin"), dict) else None
-        if kind in NOT_BUILT_IN:   # code the harness does not ship: a reviewer reads its source in the submission
-            status += f"; {NOT_BUILT_IN[kind]}"
+        status = "; ".join(["validated" if v.ok else f"NOT VALIDATED ({len(v.errors)} problems)",
+                            *(note for _, note in marks(v))])
         return rows.assign(submission=v.key, params=params_text(s["method"]["params"]), valid=v.ok, status=status,
                            problem=str(v.errors[0]) if v.errors else "", submitter=s["submitter"])
 

@@ -16,7 +16,7 @@ import pandas as pd
 from bench.core.compare import decision_column, decision_rule, interval_text
 from bench.core.report import fmt
 from bench.core.stats import N_BOOT
-from leaderboard.board import ALL, METRICS, Board, group_label
+from leaderboard.board import ALL, METRICS, Board, group_label, marks
 from leaderboard.links import MethodCode, paper_url, recorded_code
 from leaderboard.ranking import SEARCHED, ranking
 
@@ -158,7 +158,7 @@ class Row:
     paper: str = ""
     paper_url: str = ""
     code: MethodCode | None = None
-    external: str = ""    # the mark of students trained outside the harness (bench.core.result_schema.EXTERNAL_NOTE)
+    marks: list[tuple[str, str]] = field(default_factory=list)   # (badge, note): leaderboard.board.marks
     params: str = ""      # shown under the method's name where the params column is hidden (narrow screens)
     search: str = ""      # what the search box matches, lower case
 
@@ -238,7 +238,7 @@ def shown(table: pd.DataFrame, columns: list[str] | None = None, board: Board | 
             shown_row = Row([_cell(c.name, row) for c in picked], row["role"], "NOT VALIDATED" not in str(row["status"]),
                             row["paper"] or "", paper_url(row["paper"] or ""),
                             recorded_code(entry.submission["method"].get("origin")) if entry is not None else None,
-                            str(entry.submission.get("external") or "") if entry is not None else "",
+                            marks(entry) if entry is not None else [],
                             str(row["params"] or ""), " ".join(str(row[c] or "") for c in SEARCHED).lower())
             (group.references if row["role"] in ("ceiling", "teacher") else group.ranked).append(shown_row)
         groups.append(group)
@@ -293,6 +293,11 @@ def markdown(board: Board, columns: list[str] | None = None, **filters) -> str:
     return markdown_of(shown(ranking(board, **filters), columns, board))
 
 
+def _marked(method: str, row: Row) -> str:
+    """A method's name with its row's marks, as markdown shows the badges: ``naive [method file; teacher not checked]``."""
+    return f"{method} [{'; '.join(badge for badge, _ in row.marks)}]" if row.marks else method
+
+
 def markdown_of(view: View) -> str:
     """A shown view as markdown tables, one per group (named when there are several)."""
     if not view.groups:
@@ -301,7 +306,8 @@ def markdown_of(view: View) -> str:
             "|" + "".join("---:|" if c.number else "---|" for c in view.columns)]
     tables = []
     for group in view.groups:   # one table per group, named when there are several
-        rows = ["| " + " | ".join(md_escape(cell.text) for cell in row.cells) + " |"
+        rows = ["| " + " | ".join(md_escape(_marked(cell.text, row) if column.name == "method" else cell.text)
+                                  for column, cell in zip(view.columns, row.cells)) + " |"
                 for row in (*group.references, *group.ranked)]
         named = [f"### {md_escape(group_label(group.protocol, group.models))}", ""] if len(view.groups) > 1 else []
         tables.append("\n".join([*named, *head, *rows]))

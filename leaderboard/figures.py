@@ -128,7 +128,7 @@ def id_vs_ood(table: pd.DataFrame, palette: dict[str, tuple[str, str]], highligh
             colour, marker = palette.get(key, (PALETTE[0], MARKERS[0]))
             muted = bool(shown_highlight) and key not in shown_highlight
             name = first["method"] + (f" ({first['params']})" if first["params"] else "")
-            name += "" if first["status"].endswith("validated") and "NOT" not in first["status"] else " NOT VALIDATED"
+            name += "" if "NOT VALIDATED" not in first["status"] else " NOT VALIDATED"
             handle = ax.scatter(points["wrg"], points["aog"], marker=marker, s=22 if muted else 44,
                                 color=MUTED if muted else colour, alpha=0.55 if muted else 0.9,
                                 edgecolors="none" if muted else "white", linewidths=0.5, zorder=1 if muted else 3,

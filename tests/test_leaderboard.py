@@ -72,7 +72,11 @@ def test_methods_are_ranked_by_nts_with_reference_rows_last(board, runs):
     assert set(ranked["method"]) == {"naive", "anchor"}
     assert list(table[table["rank"] == "ref"]["method"]) == ["ceiling", TEACHER]
     assert list(table[table["rank"] == "ref"]["role"]) == ["ceiling", "teacher"]
-    assert (table["status"].iloc[:-1].str.endswith("validated")).all() and table["status"].iloc[-1] == "reference"
+    assert (table["status"].iloc[:-1].str.contains("validated")).all() and table["status"].iloc[-1] == "reference"
+    assert not table["status"].str.contains("NOT VALIDATED").any()
+    # the small protocol has no committed reference: its naive submission is the others' reference teacher, and
+    # nothing checks its own (bench.submissions.tree.check_teachers), which its row says
+    assert [m for m, s in zip(table["method"], table["status"]) if "teacher is not checked" in s] == ["naive"]
     # naive's numbers, recomputed here from its cells' result.json (one seed: plain means over cells)
     cells = cell_results(runs, "naive")
     row = table[table["method"] == "naive"].iloc[0]
@@ -217,18 +221,45 @@ def test_students_trained_outside_the_harness_are_marked(board):
 
     from leaderboard import render
 
+    marked, marked_note = [], "external training: scores recompute, training not reproduced"
+    for v in board.validations:
+        v = copy.copy(v)
+        if v.key.endswith("/naive"):
+            v.submission = {**v.submission, "external": marked_note}
+        marked.append(v)
+    other = core.Board(board.root, marked)
+    table = core.ranking(other).set_index("method")
+    assert table.loc["naive", "status"].startswith(f"validated; {marked_note}")
+    view = core.shown(core.ranking(other), board=other)
+    assert [r.cells[1].text for r in view.rows if ("external training", marked_note) in r.marks] == ["naive"]
+    assert 'class="badge mark" title="external training: scores recompute' in render.ranking_html(view)
+
+
+def test_a_rows_marks_show_on_the_page_and_in_markdown_as_in_the_app(board):
+    """A method from a method file and a teacher not checked against a reference are marked on the row wherever it is
+    shown: a badge on the app's and the static page's table, the method's cell in --markdown, the status (CSV)."""
+    import copy
+
+    from bench.submissions.limits import Problem
+    from leaderboard import render
+    from leaderboard.columns import markdown_of
+
     marked = []
     for v in board.validations:
         v = copy.copy(v)
         if v.key.endswith("/naive"):
-            v.submission = {**v.submission, "external": "external training: scores recompute, training not reproduced"}
+            v.submission = {**v.submission, "method": {**v.submission["method"], "origin": {"kind": "file"}}}
+            v.warnings = [*v.warnings, Problem(".", "teacher", "no reference teacher for mini-test/tiny-test", "x")]
         marked.append(v)
     other = core.Board(board.root, marked)
     table = core.ranking(other).set_index("method")
-    assert table.loc["naive", "status"] == "validated; external training: scores recompute, training not reproduced"
+    assert table.loc["naive", "status"].startswith("validated; method from a method file, not built in")
+    assert "its teacher is not checked against a reference teacher" in table.loc["naive", "status"]
     view = core.shown(core.ranking(other), board=other)
-    assert [r.cells[1].text for r in view.rows if r.external] == ["naive"]
-    assert 'class="badge external" title="external training: scores recompute' in render.ranking_html(view)
+    page = render.ranking_html(view)
+    assert '<span class="badge mark" title="method from a method file' in page
+    assert '>teacher not checked</span>' in page
+    assert "| naive \\[method file; teacher not checked\\] |" in markdown_of(view)
 
 
 def test_the_context_line_says_what_was_run(reference):
