@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with `datasets`: load every real dataset's splits from DIR and show rows kept and dropped")
 
     card = sub.add_parser("card", help="print a protocol's card: every choice that decides its numbers")
-    card.add_argument("protocol", nargs="?", default="mini", help="protocol name (default: mini)")
+    card.add_argument("protocol", nargs="?", default="mini-v2", help="protocol name (default: mini-v2)")
 
     report = sub.add_parser("report", help="one row per method from a results folder, ranked by NTS")
     report.add_argument("--out", type=results_location, default=Path("results"),
@@ -130,6 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="leave out the seeds below SEED: they chose this comparison (e.g. the zoo's best three by "
                               "NTS at the protocol's seeds 0 1 2: --fresh-from 3), and runs that chose a method because "
                               "they favour it would bias its interval; with --until-decided the looks count from SEED")
+    compare.add_argument("--method-file", type=Path, metavar="FILE.py",
+                         help="with --until-decided: the file that defines a method run from one (bench run --method-file), "
+                              "the very file its cells ran (same sha256), so that more of its seeds can run")
     compare.add_argument("--budget", type=float, default=2.0, metavar="CPU_HOURS",
                          help="with --until-decided: CPU-hours this command may spend (default 2)")
     compare.add_argument("--precision", type=float, default=1.0, metavar="POINTS",

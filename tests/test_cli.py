@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from bench.cli import main
@@ -36,8 +38,8 @@ def test_report_on_empty_folder(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("extra, pair", [
-    ([], "tiny"),                                              # mini's reference pair, as before
-    (["--protocol", "mini-v2"], "tiny-lr3e-4"),                    # v2's board runs its own pair
+    ([], "tiny-lr3e-4"),                                       # the default protocol, mini-v2: its own pair
+    (["--protocol", "mini"], "tiny"),                          # mini's reference pair, as before
     (["--protocol", "mini-v2+cap-train800-test100"], "tiny-lr3e-4"),   # a capped v2 keeps it
     (["--protocol", "mini-v2", "--models", "tiny"], "tiny"),   # an explicit --models wins
 ])
@@ -59,3 +61,28 @@ def test_mini_v2_is_a_protocol_of_its_own():
     v1, v2 = PROTOCOLS.get("mini"), PROTOCOLS.get("mini-v2")
     assert protocol_hash(v1) == "527dcbde09261304" and protocol_hash(v2) != protocol_hash(v1)
     assert (v2.version, v2.seeding, v2.datasets) == ("2.0", "per-source", v1.datasets)
+
+
+def test_a_run_says_its_nts_against_naives_reference_cells_of_its_seeds_and_that_one_look_decides_nothing():
+    """bench run ends with the run's Δ NTS against the committed reference cells of naive on the same seeds and
+    sources, where they ran on the same teacher; none for naive itself or without such cells."""
+    from bench.commands.run import against_reference, reference_folder
+    from bench.core.result_schema import CellResult
+    from bench.core.store import is_store, load_store
+
+    anchor = reference_folder("mini-v2", "tiny-lr3e-4").parent / "anchor_lam=1.0_layers=last"
+    if not is_store(anchor):
+        pytest.skip("no reference submissions")
+    results = [r for r in map(CellResult.model_validate_json, load_store(anchor).results) if r.seed == 0]
+    naive = {(r.seed, r.source): r for r in map(CellResult.model_validate_json,
+                                                 load_store(reference_folder("mini-v2", "tiny-lr3e-4")).results)}
+    by_hand = [m.nts - naive[0, r.source].metrics[t].nts for r in results for t, m in r.metrics.items()]
+    line = against_reference(results, "mini-v2", "tiny-lr3e-4", Path("results"))
+    assert line.startswith(f"Δ NTS vs naive's reference cells of seed 0 (submissions/mini-v2/tiny-lr3e-4/naive): "
+                           f"{sum(by_hand) / len(by_hand):+.2f} points over {len(by_hand)} source → target cells")
+    assert "`bench compare anchor naive --out results/mini-v2/tiny-lr3e-4 --until-decided`" in line
+    assert against_reference([naive[0, r.source] for r in results], "mini-v2", "tiny-lr3e-4", Path("results")) is None
+    other = results[0].model_copy(update={"eval_sets": {k: e.model_copy(update={"teacher_acc": e.teacher_acc + 1})
+                                                        for k, e in results[0].eval_sets.items()}})
+    assert against_reference([other, *results[1:]], "mini-v2", "tiny-lr3e-4", Path("results")) is None
+    assert against_reference(results, "mini", "tiny", Path("results")) is None   # v1's naive: another teacher

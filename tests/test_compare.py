@@ -8,7 +8,8 @@ import pytest
 from bench.cli import main
 from bench.core.compare import board_for, decision_table
 
-SUBMISSIONS = Path(__file__).resolve().parents[1] / "submissions" / "mini" / "tiny"
+ROOT = Path(__file__).resolve().parents[1]
+SUBMISSIONS = ROOT / "submissions" / "mini" / "tiny"
 pytestmark = pytest.mark.skipif(not SUBMISSIONS.is_dir(), reason="the reference submissions are not in this checkout")
 
 
@@ -175,3 +176,31 @@ def test_a_comparison_reads_and_recomputes_only_its_runs_cells(monkeypatch):
     assert whole.compare(*names).deltas == board.compare(*names).deltas
     assert compare.run_methods(["naive#1", "anchor_lam=1.0_layers=last", "gce"]) == \
         ["naive", "anchor_lam=1.0_layers=last", "gce"]
+
+
+def test_until_decided_runs_a_method_file_from_the_very_file_its_cells_ran(tmp_path):
+    """bench compare --until-decided reruns a method from a file only with --method-file, and only the file its cells
+    ran (same sha256): an edited file is another method. Workers get the file to load."""
+    from bench.core.errors import BenchError
+    from bench.core.io import sha256_file
+    from bench.core.result_schema import CellResult
+    from bench.core.store import load_store
+    from bench.stages.decide import settings_of
+
+    folder = ROOT / "submissions" / "mini-v2" / "tiny-lr3e-4" / "naive"
+    if not folder.is_dir():
+        pytest.skip("no reference submissions")
+    source = ROOT / "tests" / "plugins" / "shiftbench-example" / "shiftbench_example" / "smoothed.py"
+    mine = tmp_path / "smoothed.py"   # a name of its own: the session's other tests register the example's
+    mine.write_text(source.read_text().replace("name: smoothed", "name: smoothed-compare"))
+    result = CellResult.model_validate_json(load_store(folder).results[0])
+    result = result.model_copy(update={"method": result.method.model_copy(update={
+        "name": "smoothed-compare", "params": {"eps": 0.2}, "origin": {"kind": "file", "sha256": sha256_file(mine)}})})
+    with pytest.raises(BenchError, match="ran from a method file: give it with --method-file"):
+        settings_of(result, tmp_path / "out", tmp_path / "cache")
+    edited = tmp_path / "edited.py"
+    edited.write_bytes(mine.read_bytes() + b"\n# edited\n")
+    with pytest.raises(BenchError, match="not the file 'smoothed-compare''s cells ran"):
+        settings_of(result, tmp_path / "out", tmp_path / "cache", edited)
+    settings = settings_of(result, tmp_path / "out", tmp_path / "cache", mine)
+    assert settings.method == "smoothed-compare" and settings.method_file == mine

@@ -119,7 +119,7 @@ def test_external_package_through_its_entry_point(registered_small, tmp_path, ca
     assert "smoothed" in capsys.readouterr().out and "smoothed" in METHODS
     protocol, models = registered_small
     out, submissions = tmp_path / "results", tmp_path / "submissions"
-    # the walk's protocol archived, as the docs' default (mini) is: run and validate say so, and nothing fails
+    # the walk's protocol archived, as mini is: run and validate say so, and nothing fails
     monkeypatch.setitem(ARCHIVED, protocol.name, "mini-v2")
     # docs/adding-a-method.md, step 6: run every cell, report, submit, validate, see the leaderboard row
     assert main(["run", "--method", "smoothed", "--param", "eps=0.5", "--protocol", protocol.name,

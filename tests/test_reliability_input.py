@@ -211,7 +211,8 @@ def test_the_largest_seed_parses_and_a_foreign_seed_is_said(capsys):
     from bench.commands.settings import run_settings
 
     assert args.parse_seed(str(2**31 - 1)) == 2**31 - 1 and args.parse_seed("0") == 0
-    settings = run_settings(cli.build_parser().parse_args(["run", "--method", "naive", "--seeds", "0", "7"]))
+    settings = run_settings(cli.build_parser().parse_args(["run", "--method", "naive", "--protocol", "mini", "--seeds", "0",
+                                                            "7"]))
     assert settings.seeds == (0, 7)
     assert ("[bench] seed 7 not among mini's seeds [0, 1, 2]: run and reported, but bench submit takes only the "
             "protocol's seeds") in capsys.readouterr().err

@@ -78,6 +78,16 @@ def test_submit_refuses_incomplete_results_and_writes_nothing(runs, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_the_advice_for_missing_cells_runs_a_method_file_from_its_file():
+    """bench submit's and validate's advice for missing cells names the file of a method from one (--method alone
+    finds no such method), by the file name its cells recorded."""
+    from bench.submissions.commands import method_option
+
+    assert method_option({"name": "naive", "origin": {"kind": "built-in"}}) == "--method naive"
+    assert method_option({"name": "clipped", "origin": {"kind": "file", "file": "clipped.py"}}) == \
+        "--method-file clipped.py --method clipped"
+
+
 def test_submit_refuses_to_overwrite_without_force(runs, tmp_path):
     out = runs.copy_submissions(tmp_path / "subs")
     source = [runs.results / "mini-test" / "tiny-test" / "naive"]

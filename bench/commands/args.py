@@ -86,11 +86,11 @@ def typed(value: str) -> int | float | str:
 def add_cell_arguments(parser: argparse.ArgumentParser, out: str = "results", what: str = "results folder") -> None:
     """Which cells (protocol, model pair, sources, seeds), where they are written and read from: what
     `bench run`, `bench sweep`, `bench labels` and `bench evaluate` share."""
-    parser.add_argument("--protocol", default="mini", help="protocol name (default: mini v1.0, archived: mini-v2 replaces it on the "
-                        "board), or a capped one's as "
+    parser.add_argument("--protocol", default="mini-v2", help="protocol name (default: mini-v2, the protocol the board "
+                        "opens on; mini is v1.0, archived), or a capped one's as "
                         "--cap-train/--cap-test/--cap-length name it (mini+cap-train800-test200)")
-    parser.add_argument("--models", help="model pair name (default: the protocol's reference pair, tiny for mini; "
-                        "bench list protocols)")
+    parser.add_argument("--models", help="model pair name (default: the protocol's reference pair, tiny-lr3e-4 for "
+                        "mini-v2, tiny for mini; bench list protocols)")
     parser.add_argument("--source", nargs="+", metavar="NAME",
                         help="sources to run (default: every dataset of the protocol)")
     parser.add_argument("--seeds", nargs="+", type=parse_seed, metavar="N",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from bench.commands.args import typed
 from bench.commands.settings import cell_settings, run_settings
@@ -27,12 +28,58 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"accuracy in points, teacher = weak model, student = strong model trained by the method")
     print(cell_table(results))
     print(f"\nresults: {settings.out}/{settings.protocol.name}/{settings.models.name}/")
+    line = against_reference(results, settings.protocol.name, settings.models.name, settings.out)
+    if line:
+        print(line)
     archived(settings.protocol.name)
     return 0
 
 
+def reference_folder(protocol: str, models: str) -> Path:
+    """Naive's reference submission of a protocol x model pair in this checkout (submissions/, beside the package)."""
+    from bench.core.results import BASELINE
+
+    return Path(__file__).resolve().parents[2] / "submissions" / protocol / models / BASELINE
+
+
+def against_reference(results: list, protocol: str, models: str, out: Path) -> str | None:
+    """After a run, its NTS against naive's reference cells of the same seeds and sources, where the checkout holds
+    naive's reference submission of the protocol and model pair and every cell ran on the same teacher (its teacher
+    accuracies equal the reference's): the difference, and that one look decides nothing, with the command that
+    does. None for naive itself, without a reference, or where the teachers differ."""
+    from bench.core.report import cell_rows
+    from bench.core.result_schema import CellResult
+    from bench.core.results import BASELINE
+    from bench.core.store import StoreError, is_store, load_store
+
+    method = results[0].method.name
+    folder = reference_folder(protocol, models)
+    if method == BASELINE or not is_store(folder):
+        return None
+    try:
+        store = load_store(folder)
+        reference = {(r.seed, r.source): r for r in map(CellResult.model_validate_json, store.results) if not r.replicate}
+    except (StoreError, ValueError):
+        return None
+    paired = [(r, reference.get((r.seed, r.source))) for r in results]
+    if not paired or any(ref is None or {k: e.teacher_acc for k, e in ref.eval_sets.items()}
+                         != {k: e.teacher_acc for k, e in r.eval_sets.items()} for r, ref in paired):
+        return None   # cells the reference does not hold, or another teacher (other code or CPU kernels)
+    mine, theirs = cell_rows([r for r, _ in paired]), cell_rows([ref for _, ref in paired])
+    keys = ["seed", "source", "target"]
+    joined = mine.merge(theirs, on=keys, suffixes=("", "_naive"))
+    delta = float((joined["nts"] - joined["nts_naive"]).mean())
+    seeds = sorted({r.seed for r in results})
+    where = Path("submissions") / protocol / models / BASELINE
+    return (f"Δ NTS vs naive's reference cells of seed{'s' if len(seeds) > 1 else ''} "
+            f"{' '.join(map(str, seeds))} ({where.as_posix()}): {delta:+.2f} points over {len(joined)} source → target "
+            f"cells, same teacher. A few seeds decide nothing (two runs of one method differ by several points of "
+            f"NTS): `bench compare {method} naive --out {Path(out).as_posix()}/{protocol}/{models} --until-decided` "
+            "runs both, seed after seed, until the paired interval decides (docs/statistics.md).")
+
+
 def archived(protocol: str) -> None:
-    """After cells of an archived protocol, say so and what replaces it (the quick start's default, mini, is one)."""
+    """After cells of an archived protocol (mini, run with --protocol mini), say so and what replaces it."""
     from bench.core.protocols import archived_note, replaced_by
 
     if successor := replaced_by(protocol):

@@ -32,9 +32,26 @@ def cpu_seconds() -> float:
                                                   resource.getrusage(resource.RUSAGE_CHILDREN)))
 
 
-def settings_of(result, out: Path, cache_dir: Path | None):
-    """RunSettings that run more seeds of the method, protocol and model pair a finished cell records."""
+def settings_of(result, out: Path, cache_dir: Path | None, method_file: Path | None = None):
+    """RunSettings that run more seeds of the method, protocol and model pair a finished cell records; a method
+    from a file (its origin "file") runs from ``method_file``, which must be the very file its cells ran."""
     import dataclasses
+
+    from bench.core.io import sha256_file
+
+    origin = result.method.origin
+    if origin.get("kind") == "file":
+        if method_file is None or not Path(method_file).is_file():
+            raise BenchError(f"{result.method.name!r} ran from a method file: give it with --method-file FILE.py (the "
+                             "file its cells ran) so that more of its seeds can run")
+        if sha256_file(Path(method_file)) != origin.get("sha256"):
+            raise BenchError(f"--method-file {method_file}: not the file {result.method.name!r}'s cells ran (its sha256 "
+                             "differs): an edited method is another method; run it from its first seed with bench run")
+        from methods import load_method_file
+
+        load_method_file(method_file)
+    else:
+        method_file = None
 
     from bench.core.protocols import MODEL_PAIRS, protocol_named
     from bench.core.settings import RunSettings, default_cache_dir
@@ -57,7 +74,7 @@ def settings_of(result, out: Path, cache_dir: Path | None):
             out = Path(*parts[:-depth])
     return RunSettings(protocol=protocol, models=dataclasses.replace(models), method=result.method.name,
                        params=params, out=out, cache_dir=cache_dir or default_cache_dir(), replicate=result.replicate,
-                       command=f"bench compare --until-decided ({result.method.name})")
+                       command=f"bench compare --until-decided ({result.method.name})", method_file=method_file)
 
 
 def first_result(out: Path, slug: str):
@@ -90,7 +107,8 @@ def run_seeds(sides: list, seeds: list[int], jobs: int) -> None:
 
 
 def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: float = 1.0, batch: int = 1,
-                  jobs: int = 1, cache_dir: Path | None = None, metric: str = "nts", from_seed: int = 0) -> int:
+                  jobs: int = 1, cache_dir: Path | None = None, metric: str = "nts", from_seed: int = 0,
+                  method_file: Path | None = None) -> int:
     from bench.core.compare import LABELS, board_for, interval_text, plural
 
     if not isinstance(out, (str, Path)):
@@ -107,7 +125,7 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
     if results[0].protocol.looks is None:
         raise BenchError(f"protocol {protocol} has no sequential plan (ProtocolSpec.looks): it decides at its seeds alone")
     first, last = results[0].protocol.looks
-    sides = [settings_of(result, Path(out), cache_dir) for result in results]
+    sides = [settings_of(result, Path(out), cache_dir, method_file) for result in results]
     # a fresh comparison ends where a submission's seeds end (ProtocolSpec.seed_order): its looks keep the whole
     # plan's boundaries, which are wider than a shorter plan's, so stopping early keeps its 95%
     last = min(last, len(sides[0].protocol.seed_order) - from_seed)

@@ -26,6 +26,7 @@ from bench.core.result_schema import (
 from bench.core.results import params_slug
 from bench.core.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.core.store import CELLS, STORE_FILES
+from bench.submissions.commands import method_option
 from bench.submissions.cell_checks import check_cell, check_method_source, close
 from bench.submissions.fields import (
     check_commands,
@@ -317,8 +318,8 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
     if missing:
         shown = ", ".join(f"seed {seed} {source}" for seed, source in missing)
         v.error(SUBMISSION_FILE, "cells", f"{len(missing)} of the {len(seeds) * len(protocol.sources)} cells of "
-                f"seeds {', '.join(map(str, seeds))} are missing: {shown}", f"run them (bench run --method "
-                f"{meta['method']['name']} --protocol {protocol.name} --seeds {' '.join(map(str, seeds))}, with the "
+                f"seeds {', '.join(map(str, seeds))} are missing: {shown}", f"run them (bench run "
+                f"{method_option(meta['method'])} --protocol {protocol.name} --seeds {' '.join(map(str, seeds))}, with the "
                 "same --param), then bench submit again")
     names = (RESULT_FILE, SCORES_FILE) + ((CANDIDATES_FILE,) if protocol.candidates is not None else ())
     expected_files = {f"{cell_folder(*key)}/{name}" for key in listed for name in names} | {

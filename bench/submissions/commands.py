@@ -88,3 +88,14 @@ def _absolute_paths(command: str) -> tuple[str, ...]:
         elif _is_absolute(value):
             found.append(value)
     return tuple(found)
+
+
+def method_option(method) -> str:
+    """How ``bench run`` names a recorded method (a MethodRecord or its dict): ``--method NAME``, or for a method from
+    a file, which no name finds, ``--method-file FILE`` with the file name its cells recorded (and --method where the
+    file defines several)."""
+    name = method["name"] if isinstance(method, dict) else method.name
+    origin = (method.get("origin") if isinstance(method, dict) else method.origin) or {}
+    if origin.get("kind") == "file":
+        return f"--method-file {origin.get('file') or 'METHOD_FILE.py'} --method {name}"
+    return f"--method {name}"

@@ -25,7 +25,7 @@ from bench.core.results import BASELINE, load_cell, params_slug
 from bench.core.specs import ModelPairSpec, ProtocolSpec
 from bench.core.store import migrate_folder
 from bench.submissions.check import validate_submission
-from bench.submissions.commands import public_command
+from bench.submissions.commands import method_option, public_command
 from bench.submissions.limits import (
     KIND,
     MAX_TEXT_CHARS,
@@ -129,7 +129,7 @@ def _missing(missing: list[str], seeds: list[int], chosen: dict, first: CellResu
                     f"{protocol.name} --models {first.models['name']} --source S --seeds N "
                     "--student CHECKPOINT --labels LABELS".replace("  ", " ")]
     else:
-        problems = [f"missing cells: {', '.join(missing)}; run them with bench run --method {method.name} "
+        problems = [f"missing cells: {', '.join(missing)}; run them with bench run {method_option(method)} "
                     f"{params} --protocol {protocol.name} {models_option(first.models)} "
                     f"--seeds {' '.join(map(str, seeds))}".replace("  ", " ")]
     extra = sorted({s for s, _ in chosen} - set(protocol.seeds))
