@@ -86,3 +86,20 @@ def test_a_run_says_its_nts_against_naives_reference_cells_of_its_seeds_and_that
                                                         for k, e in results[0].eval_sets.items()}})
     assert against_reference([other, *results[1:]], "mini-v2", "tiny-lr3e-4", Path("results")) is None
     assert against_reference(results, "mini", "tiny", Path("results")) is None   # v1's naive: another teacher
+
+
+def test_a_cap_that_leaves_the_student_a_few_steps_is_warned_by_name(capsys, tmp_path):
+    """At --cap-train 64 a mini-v2 student takes 2 steps and its loss stays at 0.693: the run says so, naming the
+    protocol and the cap that gives it enough; the protocol's own pool (50 steps) says nothing."""
+    from bench.cli import build_parser
+    from bench.commands.settings import run_settings
+
+    def warned(*extra):
+        run_settings(build_parser().parse_args(["run", "--method", "naive", "--out", str(tmp_path), *extra]))
+        return [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+
+    assert warned() == []
+    [line] = warned("--cap-train", "64", "--cap-test", "32")
+    assert line.startswith("[bench] warning: mini-v2+cap-train64-test32 leaves the student about 2 training steps "
+                           "(half of a 64-pair train pool, batches of 16, 1 epoch), under 20")
+    assert line.endswith("(--cap-train 640, or no cap) gives it 20")

@@ -3,6 +3,7 @@ protocol, local model folders checked before any work (bench.core.settings.RunSe
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 import sys
 from pathlib import Path
@@ -36,6 +37,28 @@ def chosen_method(args: argparse.Namespace) -> str:
     if defined:
         raise BenchError(f"{args.method_file} defines {', '.join(defined)}; pick one with --method")
     raise BenchError("say which method to run: --method NAME (bench list methods) or --method-file FILE.py")
+
+
+MIN_STUDENT_STEPS = 20   # below this the student's loss barely leaves log 2 on mini (2 steps at --cap-train 64: 0.693)
+
+
+def student_steps(protocol, models) -> int:
+    """About how many optimiser steps a student takes: half B (half of the train pool) in batches, per epoch."""
+    train = models.student_train
+    return math.ceil(protocol.train_pool_size / 2 / train.batch_size) * train.epochs
+
+
+def warn_few_steps(protocol, models) -> None:
+    """Say so, by name, where the protocol's train pool (a --cap-train) leaves the student too few steps to learn."""
+    steps = student_steps(protocol, models)
+    if steps < MIN_STUDENT_STEPS:
+        train = models.student_train
+        least = math.ceil(MIN_STUDENT_STEPS / train.epochs) * train.batch_size * 2
+        print(f"[bench] warning: {protocol.name} leaves the student about {steps} training step"
+              f"{'s' if steps != 1 else ''} (half of a {protocol.train_pool_size}-pair train pool, batches of "
+              f"{train.batch_size}, {train.epochs} epoch{'s' if train.epochs != 1 else ''}), under {MIN_STUDENT_STEPS}: "
+              f"its loss hardly moves from log 2, and its numbers say little about the method. A train pool of "
+              f"{least} pairs or more (--cap-train {least}, or no cap) gives it {MIN_STUDENT_STEPS}", file=sys.stderr)
 
 
 def run_settings(args: argparse.Namespace):
@@ -73,6 +96,7 @@ def cell_settings(args: argparse.Namespace, method: str):
     check_model_folders(models)
     if getattr(args, "early_stopping", None) is not None:   # bench run and sweep; labels and evaluate train no student
         models = models.early_stopped(parse_early_stopping(args.early_stopping))
+    warn_few_steps(protocol, models)
     resolved = {"protocol": protocol, "models": models, "method": method,
                 "params": dict(getattr(args, "param", ())), "sources": tuple(resolve_sources(protocol, args.source)),
                 "seeds": tuple(args.seeds or ()), "cache_dir": args.cache_dir or default_cache_dir(),
