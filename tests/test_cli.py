@@ -103,3 +103,11 @@ def test_a_cap_that_leaves_the_student_a_few_steps_is_warned_by_name(capsys, tmp
     assert line.startswith("[bench] warning: mini-v2+cap-train64-test32 leaves the student about 2 training steps "
                            "(half of a 64-pair train pool, batches of 16, 1 epoch), under 20")
     assert line.endswith("(--cap-train 640, or no cap) gives it 20")
+
+
+def test_a_param_given_twice_is_refused_not_silently_the_last(tmp_path, capsys):
+    assert main(["run", "--method", "anchor", "--param", "lam=0.1", "--param", "lam=1", "--out", str(tmp_path)]) == 2
+    assert "--param lam is given twice (lam=0.1 and lam=1)" in capsys.readouterr().err
+    from bench.commands.args import params_of
+
+    assert params_of([("lam", "0.1"), ("lam", "0.1"), ("layers", "mid")]) == {"lam": "0.1", "layers": "mid"}

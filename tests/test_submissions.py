@@ -98,6 +98,27 @@ def test_submit_refuses_to_overwrite_without_force(runs, tmp_path):
     assert check(runs, written).ok
 
 
+def test_a_submission_written_meanwhile_is_kept_and_the_second_submit_fails(runs, tmp_path, monkeypatch):
+    """Two bench submit runs into one --out without --force: both saw no folder, and the second one's swap used to
+    replace the first's silently. The folder is claimed atomically: the one written first is kept."""
+    import bench.submissions.pack as pack
+
+    out, write = tmp_path / "subs", pack._write
+    destination = out / "mini-test" / "tiny-test" / "naive"
+
+    def meanwhile(*args, **kwargs):
+        write(*args, **kwargs)
+        destination.mkdir(parents=True)
+        (destination / "first.txt").write_text("the other run's")
+
+    monkeypatch.setattr(pack, "_write", meanwhile)
+    with pytest.raises(BenchError, match="was written while this was being prepared .* pass --force to replace it"):
+        submit([runs.results / "mini-test" / "tiny-test" / "naive"], out, "me", protocols=runs.protocols,
+               model_pairs=runs.model_pairs)
+    assert [p.name for p in destination.iterdir()] == ["first.txt"]
+    assert [p.name for p in destination.parent.iterdir()] == ["naive"]   # no staging folder left
+
+
 def test_submit_refuses_markup_in_the_submitter(runs, tmp_path):
     with pytest.raises(BenchError, match="--submitter"):
         submit([runs.results], tmp_path, "<b>me</b>", protocols=runs.protocols, model_pairs=runs.model_pairs)
@@ -320,6 +341,15 @@ def test_gold_labels_are_the_built_in_ceilings_alone(runs, naive, tmp_path):
         edit_json(result, teacher)
     reseal(ceiling)
     assert "method.labels: is 'teacher': 'ceiling' is the built-in reference" in errors(check(runs, ceiling))
+
+
+def test_a_stages_time_out_of_range_is_refused(runs, naive):
+    """timings_s feed every decision cost: 1e308 or a negative time no longer validates."""
+    edit_json(first_cell(naive) / "result.json", lambda r: r["timings_s"].update(student=1e308, teacher=-5.0))
+    reseal(naive)
+    found = errors(check(runs, naive))
+    assert "result.json: timings_s.student: is 1e+308: a stage's time is 0 to 2,592,000 seconds" in found
+    assert "result.json: timings_s.teacher: is -5.0" in found
 
 
 def test_a_model_specs_own_chat_template_is_not_taken_for_markup():

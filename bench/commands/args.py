@@ -13,6 +13,19 @@ def parse_param(text: str) -> tuple[str, str]:
     return key.strip(), value.strip()
 
 
+def params_of(pairs) -> dict[str, str]:
+    """--param KEY=VALUE pairs as a dict; a key given twice is an error, not the last one silently winning."""
+    from bench.core.errors import BenchError
+
+    params: dict[str, str] = {}
+    for key, value in pairs or ():
+        if key in params and params[key] != value:
+            raise BenchError(f"--param {key} is given twice ({key}={params[key]} and {key}={value}): give each "
+                             "parameter once (--grid KEY=V1,V2 runs several values)")
+        params[key] = value
+    return params
+
+
 SEED_LIMIT = 2**31
 
 

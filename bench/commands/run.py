@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.commands.args import typed
+from bench.commands.args import params_of, typed
 from bench.commands.settings import cell_settings, run_settings
 
 
@@ -122,7 +122,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     settings = cell_settings(args, args.name)
     results = evaluate(settings, args.student, revision=args.revision, adapter=args.adapter, labels=args.labels,
-                       params=dict(args.param), paper=args.paper)
+                       params=params_of(args.param), paper=args.paper)
     print(f"\n{args.name} (external training: scores recompute, training not reproduced) on "
           f"{settings.protocol.name} v{settings.protocol.version} with {settings.models.name}; accuracy in points, "
           "teacher = weak model, student = the checkpoint")

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from bench.commands.args import parse_early_stopping
+from bench.commands.args import params_of, parse_early_stopping
 
 
 def resolve_sources(protocol, names: list[str] | None) -> list[str]:
@@ -98,7 +98,7 @@ def cell_settings(args: argparse.Namespace, method: str):
         models = models.early_stopped(parse_early_stopping(args.early_stopping))
     warn_few_steps(protocol, models)
     resolved = {"protocol": protocol, "models": models, "method": method,
-                "params": dict(getattr(args, "param", ())), "sources": tuple(resolve_sources(protocol, args.source)),
+                "params": params_of(getattr(args, "param", ())), "sources": tuple(resolve_sources(protocol, args.source)),
                 "seeds": tuple(args.seeds or ()), "cache_dir": args.cache_dir or default_cache_dir(),
                 "command": shlex.join(["bench", *sys.argv[1:]])}
     copied = {f.name: getattr(args, f.name) for f in dataclasses.fields(RunSettings)

@@ -89,14 +89,16 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 
 @contextlib.contextmanager
-def staged_folder(dest: str | os.PathLike, what: str = "the folder") -> Iterator[Path]:
+def staged_folder(dest: str | os.PathLike, what: str = "the folder", replace: bool = True) -> Iterator[Path]:
     """A folder to fill, made beside ``dest`` (same file system) with the umask's mode; when the block
     ends without an error it replaces ``dest``: the old ``dest`` is moved aside, the new one renamed in,
     then the old one deleted, so a reader never sees half a folder and a kill at any point loses neither
     (``sweep_staging`` puts an old folder a killed swap left aside back, and removes what killed runs
     staged). On an error the staging folder is removed and ``dest`` is left as it was. A destination
     that cannot be written, or a disk that fills or turns read-only while writing, is a BenchError
-    naming ``what`` (e.g. "submissions folder (--out)") and ``dest``."""
+    naming ``what`` (e.g. "submissions folder (--out)") and ``dest``. ``replace=False``: ``dest`` must not exist
+    when the block ends; one that another process wrote meanwhile is kept, and this is a BenchError (the rename
+    that puts the new folder in place fails on an existing one, so of two such writers exactly one wins)."""
     from bench.core.errors import BenchError
 
     dest = Path(dest)
@@ -111,6 +113,18 @@ def staged_folder(dest: str | os.PathLike, what: str = "the folder") -> Iterator
     try:
         yield staging
         old = None
+        if not replace:
+            try:   # claimed atomically: of two writers, the second finds it; the rename below takes its place
+                os.mkdir(dest)
+            except FileExistsError:
+                raise BenchError(f"{dest} was written while this was being prepared (another run at once?): it is "
+                                 "kept as it is and nothing was written; pass --force to replace it") from None
+            try:
+                staging.rename(dest)   # onto the empty folder just made: POSIX replaces it in one step
+            except OSError:
+                os.rmdir(dest)
+                raise
+            return
         if dest.exists() or dest.is_symlink():
             old = dest.parent / f"{staging_prefix(dest, 'old')}{os.urandom(4).hex()}"
             dest.rename(old)

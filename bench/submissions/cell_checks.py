@@ -88,6 +88,7 @@ def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fil
                     f"{meta['method'][key]!r}", REGENERATE)
     check_provenance(v, rel_result, result, meta)
     check_seeds(v, rel_result, result, protocol)
+    check_timings(v, rel_result, result)
     roles = {source: "id", **{t: "ood" for t in protocol.targets_of(source)}}
     if {k: e.role for k, e in result.eval_sets.items()} != roles:
         v.error(rel_result, "eval_sets", f"are {sorted(result.eval_sets)}, the protocol's for {source} are "
@@ -170,6 +171,15 @@ def _digest(v: Validation, stored: int | None, rel: str) -> str | None:
 
         return hashlib.sha256(v.store.results[stored]).hexdigest()
     return v.store.sha256["scores" if rel.endswith(SCORES_FILE) else "candidates"][stored]
+
+
+def check_timings(v: Validation, rel: str, result: CellResult) -> None:
+    """Each stage's seconds (timings_s) a finite time from 0 to limits.MAX_STAGE_SECONDS: what a decision cost is
+    computed from (benchmarks/decision_cost.py, the board's CPU-hours), so 1e308 or a negative time is refused."""
+    for stage, seconds in result.timings_s.items():
+        if not (math.isfinite(seconds) and 0 <= seconds <= limits.MAX_STAGE_SECONDS):
+            v.error(rel, f"timings_s.{stage}", f"is {seconds}: a stage's time is 0 to {limits.MAX_STAGE_SECONDS:,} "
+                    "seconds (30 days)", REGENERATE)
 
 
 def check_seeds(v: Validation, rel: str, result: CellResult, protocol: ProtocolSpec) -> None:

@@ -28,6 +28,7 @@ MAX_STORE_INFLATED_BYTES = 512 * 2**20   # a store's three tables decompressed, 
                                          # submission's are under 60 MB), checked before they are read
 MAX_SOURCE_BYTES = 2**20               # the method's source a submission of a method that is not built in carries
 MAX_TEXT_CHARS = 4000                  # one string field
+MAX_STAGE_SECONDS = 30 * 24 * 3600     # one stage's recorded time (timings_s): decision costs are computed from them
 MAX_ERRORS_PER_KIND = 10               # bad lines of one kind reported per scores file, then "and N more lines like these"
 MAX_ERRORS_PER_FILE = 50               # problems kept per file, then "and N more problems in this file"
 UPLOAD_TIME_BUDGET_S = 120.0           # the leaderboard's upload check stops, between cells, after this long

@@ -263,7 +263,7 @@ def submit(paths: list[Path], out: Path, submitter: str, command: str = "", forc
         raise BenchError("nothing submitted:\n  " + "\n  ".join(problems))
     written = []
     for (chosen, controls, protocol, destination), source in zip(plans, sources):
-        with staged_folder(destination, "submissions folder (--out)") as staging:
+        with staged_folder(destination, "submissions folder (--out)", replace=force) as staging:
             _write(chosen, controls, protocol, staging, submitter, command, fresh_from)
             if source is not None:
                 (staging / METHOD_SOURCE_FILE).write_bytes(source)
