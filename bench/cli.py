@@ -183,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     board.add_argument("--port", type=int, default=7860, help="port (default: 7860)")
     board.add_argument("--html", type=Path, metavar="DIR", help="write a static page to DIR instead of serving")
     board.add_argument("--markdown", action="store_true", help="print the ranking as a markdown table instead of serving")
+    board.add_argument("--admin", action="store_true", help="show a 'reload submissions' button that re-reads the "
+                       "submissions folder (seconds of server CPU a press): for the host; off, no visitor can make the "
+                       "server reload")
     board.add_argument("--only", nargs=2, metavar=("PROTOCOL", "MODELS"),
                        help="with --markdown: one protocol x model pair's ranking (e.g. --only mini tiny)")
     return parser

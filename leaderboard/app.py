@@ -95,7 +95,9 @@ def split_group(value: str | None) -> tuple[str | None, str | None]:
 
 
 def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping | None = None,
-              cache_dir: Path | None = None) -> gr.Blocks:
+              cache_dir: Path | None = None, admin: bool = False) -> gr.Blocks:
+    """The board's app. ``admin``: a "reload submissions" button re-reads the submissions folder (seconds of server
+    CPU for each press), for the host; without it no visitor's request can make the server do that."""
     state = {"board": load_board(root, protocols, model_pairs, cache_dir), "tables": {}}
 
     def board() -> Board:
@@ -231,7 +233,7 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
                                              elem_id="f-source", min_width=140)
                         with gr.Column(scale=1, min_width=150):
                             validated_only = gr.Checkbox(label="validated only", value=False, elem_id="f-validated")
-                            reload = gr.Button("reload submissions", elem_id="reload", size="sm")
+                            reload = gr.Button("reload submissions", elem_id="reload", size="sm") if admin else None
                         rank_by = gr.Radio([("NTS", "nts"), ("BoN NTS", "bon-nts")], value="nts", label="rank by",
                                            elem_id="rank-by", visible=has_bon(first), min_width=140)
                     columns = gr.CheckboxGroup(CHOOSABLE, value=[c for c in DEFAULT_COLUMNS if c in CHOOSABLE],
@@ -339,8 +341,9 @@ def build_app(root: Path, protocols: Mapping | None = None, model_pairs: Mapping
             return (gr.Radio(choices=choices, value=value),
                     gr.Textbox(unreadable_text(), visible=bool(board().unreadable)))
 
-        draw_all(reload.click(do_reload, group, [group, unreadable]).then(on_group, group, tied).then(
-            ranking_view, ranking_inputs, [summary, table], show_progress="hidden"))
+        if reload is not None:   # an event only where the button is: none to call from the API otherwise
+            draw_all(reload.click(do_reload, group, [group, unreadable]).then(on_group, group, tied).then(
+                ranking_view, ranking_inputs, [summary, table], show_progress="hidden"))
         # The viewport's width first (the pictures' layout depends on it), then the group's views.
         draw_all(demo.load(None, None, width, js="() => window.innerWidth").then(on_group, group, tied).then(
             ranking_view, ranking_inputs, [summary, table], show_progress="hidden"))
@@ -375,10 +378,11 @@ def _serve_code(demo: gr.Blocks) -> None:
 
 
 def serve(root: Path, host: str = "127.0.0.1", port: int | None = None, protocols: Mapping | None = None,
-          model_pairs: Mapping | None = None, block: bool = True, cache_dir: Path | None = None) -> gr.Blocks:
+          model_pairs: Mapping | None = None, block: bool = True, cache_dir: Path | None = None,
+          admin: bool = False) -> gr.Blocks:
     """Build and launch the app; with ``block=False`` it serves from a background thread (tests)."""
     cards.repository()   # a bad $SHIFTBENCH_REPOSITORY stops here, with its fix, not on the first page
-    demo = build_app(root, protocols, model_pairs, cache_dir)
+    demo = build_app(root, protocols, model_pairs, cache_dir, admin)
     demo.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=not block, share=False,
                 max_file_size=MAX_SUBMISSION_BYTES, theme=theme(), css=render.css(), head=APP_HEAD, show_error=True,
                 footer_links=[])

@@ -339,3 +339,20 @@ def test_the_app_shows_submission_text_as_text(runs):
     demo = app.build_app(runs.submissions, runs.protocols, runs.model_pairs)
     frames = [block for block in demo.blocks.values() if isinstance(block, gr.Dataframe)]
     assert frames and all(frame.datatype == "str" for frame in frames), [f.datatype for f in frames]
+
+
+def test_only_the_hosts_app_can_reload_the_submissions(runs):
+    """"reload submissions" re-reads the whole folder (seconds of server CPU): a visitor of the public board gets no
+    button and no event to call through the API; `bench leaderboard --admin` (the host) gets both."""
+    pytest.importorskip("gradio")
+    from leaderboard import app
+
+    def reload_buttons(demo):
+        return [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "reload"]
+
+    public = app.build_app(runs.submissions, runs.protocols, runs.model_pairs)
+    assert reload_buttons(public) == []
+    assert not any("do_reload" in getattr(f.fn, "__name__", "") for f in public.fns.values())
+    host = app.build_app(runs.submissions, runs.protocols, runs.model_pairs, admin=True)
+    assert len(reload_buttons(host)) == 1
+    assert any("do_reload" in getattr(f.fn, "__name__", "") for f in host.fns.values())

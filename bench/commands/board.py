@@ -77,5 +77,5 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         return 0
     from leaderboard.app import serve
 
-    serve(args.submissions, args.host, args.port)
+    serve(args.submissions, args.host, args.port, admin=args.admin)
     return 0
