@@ -132,6 +132,10 @@ BOARD_COLUMNS = [
     Column("problem", "The first problem of a submission that does not validate", False, False),
 ]
 COLUMN_BY_NAME = {c.name: c for c in BOARD_COLUMNS}
+# A Δ interval with an end beyond this many points (a sequential plan's first looks, whose boundaries are wide)
+# decides no difference a method could make: the board says so in words instead of printing [-195.9, +198.2].
+WIDEST_SHOWN = 100.0
+TOO_WIDE = "too wide to decide yet"
 SIGNED = {*METRICS.values(), "Δ NTS vs naive", "BoN NTS", "BoN gain ID", "BoN gain OOD", "Δ BoN NTS vs naive"}
 INTERVALS = {*METRICS.values(), "BoN NTS"}   # "<name> 95% CI" from the ranking's "<name> low" and "<name> high"
 # the intervals of a Δ vs naive: the column -> the prefix of the ranking's "<prefix> low" and "<prefix> high"
@@ -205,6 +209,11 @@ def _cell(name: str, row: pd.Series) -> ShownCell:
         return cell
     if name in DELTA_INTERVALS:
         low, high = (row[f"{DELTA_INTERVALS[name]} {end}"] for end in ("low", "high"))
+        if max(abs(low), abs(high)) > WIDEST_SHOWN:   # NaN compares False: a missing interval stays blank
+            cell = ShownCell(TOO_WIDE, float(low))   # words, sorted by its low end as the numbers beside it
+            cell.title = (f"its 95% interval reaches past ±{WIDEST_SHOWN:.0f} points: at this look (a sequential plan's "
+                          "first) it decides no difference; more runs narrow it")
+            return cell
         return number(interval_text(low, high), low)
     if name == "runs":   # "30 runs (5 seeds)[, 2 control replicates]": sorted by its runs
         text = str(row[name] or "")

@@ -749,3 +749,19 @@ def test_the_server_keeps_nothing_in_the_shared_temp_folder(tmp_path, signal_nam
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     assert serve_in_process(tmp_path / "subs", port, tmp_path / "tmp", signal_name) == []
+
+
+def test_an_interval_too_wide_to_decide_anything_says_so_in_words():
+    """A sequential plan's first look gives Δ intervals like [-195.9, +198.2]: shown in words, never as ends beyond
+    ±100 points; a narrower one is shown as it is, and a missing one stays blank."""
+    import pandas as pd
+
+    from leaderboard.columns import TOO_WIDE, _cell
+
+    def shown(low, high):
+        return _cell("Δ 95% (runs)", pd.Series({"Δ decides low": low, "Δ decides high": high}))
+
+    wide = shown(-195.9, 198.2)
+    assert wide.text == TOO_WIDE and "past ±100 points" in wide.title and wide.sort == -195.9
+    assert shown(-0.6, 12.5).text == "[-0.6, +12.5]"
+    assert shown(float("nan"), float("nan")).text == ""
