@@ -75,6 +75,7 @@ def test_a_difference_is_decided_over_runs_and_each_row_says_what_it_rests_on(bo
         compared, names = board_for(seq_runs.submissions, [slug, "naive"])
         printed = comparison_table(compared, *names).set_index("metric").loc["NTS"]
         assert printed["deciding 95%"] == f"{row['Δ 95% (runs)']} ({found.runs} runs)"   # bench compare's numbers
+        assert printed["deciding Δ"] == f"{found.estimate:+.2f}"   # the deciding interval's centre, the board's Δ
         bon = runs_delta(bon_view(cells[slug]), bon_view(cells["naive"]), "nts", looks=(2, 3))
         assert row["Δ BoN NTS vs naive"] == pytest.approx(bon.estimate)
         assert (row["Δ BoN low"], row["Δ BoN high"]) == pytest.approx((max(bon.low, -200), min(bon.high, 200)))
