@@ -10,15 +10,16 @@ seeded per source its interval over independent runs), over the same bootstrap (
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pandas as pd
 
-from bench.core.compare import BASELINE, LABELS, Decision, deciding_interval, decision_table
+from bench.core.compare import BASELINE, LABELS, Decision, deciding_interval, decision_table, holm
 from bench.core.protocols import replaced_by
 from bench.core.report import COLUMNS, cell_rows, params_text
 from bench.submissions.limits import Validation
@@ -220,6 +221,7 @@ def _decided(valid: list[Validation], cells: list, controls: list, metric: str, 
     except ValueError:
         return {}
     found = {slugs[row.pop("method")]: row for row in table.to_dict("records")}
+    family: dict[str, Callable[[float], Decision]] = {}   # each comparison against naive: its interval at a level
     for slug, sub in slugs.items():
         # every number but Δ is over the seeds every submission holds, so rows are ranked on one basis (a
         # submission grown further, or naive's A/A pool, would otherwise rank on its own seeds)
@@ -230,8 +232,17 @@ def _decided(valid: list[Validation], cells: list, controls: list, metric: str, 
             continue
         if fresh[slug]:   # chosen on its first seeds: decided on the others, as bench compare --fresh-from does
             found[sub].update(_fresh_delta(cells, controls, slug, fresh[slug], table.columns, metric, category, source))
-            continue
-        found[sub].update(_against_naive(boot, slug, category, source))
+            on = _fresh_board(cells, controls, slug, fresh[slug])
+        else:
+            found[sub].update(_against_naive(boot, slug, category, source))
+            on = boot
+        if on is not None:
+            delta = on.compare(slug, BASELINE, category=category, source=source).deltas["nts"]
+            family[sub] = functools.partial(deciding_interval, on, slug, BASELINE, "nts", category, source, delta)
+    # Family-wise: Holm over every comparison of the group against naive (the ceiling's too), as well as each alone
+    decided_together = holm(family)
+    for sub in family:
+        found[sub]["family"] = {"decided": sub in decided_together, "comparisons": len(family)}
     return found
 
 
@@ -249,20 +260,27 @@ def _about_delta(column: str) -> bool:
     return column.startswith("Δ ") or column in ("p", "runs")
 
 
+def _fresh_board(cells: list, controls: list, slug: str, fresh: int):
+    """The bootstrap board of ``slug`` and naive (and naive's replicates) on the seeds from ``fresh`` on, where both
+    hold a whole one; else None."""
+    from bench.core.stats import Board as Bootstrap
+
+    picked = [c for c in cells if c.method in (slug, BASELINE) and c.seed >= fresh]
+    if {c.method for c in picked} != {slug, BASELINE}:
+        return None
+    try:
+        return Bootstrap(picked, controls=[c for c in controls if c.seed >= fresh])
+    except ValueError:   # no whole seed from ``fresh`` on that both hold
+        return None
+
+
 def _fresh_delta(cells: list, controls: list, slug: str, fresh: int, columns, metric: str, category: str | None,
                  source: str | None) -> dict:
     """The Δ against naive of a submission chosen on its first seeds (SubmissionFile.fresh_from): ``decision_table``'s
     columns about it, ``delta`` and ``deciding``, over the seeds from ``fresh`` on of both sides (and of naive's
     replicates, its ``controls``), as ``bench compare --fresh-from`` computes them. Where naive holds no whole
     seed from there on nothing is decided, and ``deciding`` says it rests on no seed."""
-    from bench.core.stats import Board as Bootstrap
-
-    picked, boot = [c for c in cells if c.method in (slug, BASELINE) and c.seed >= fresh], None
-    if {c.method for c in picked} == {slug, BASELINE}:
-        try:
-            boot = Bootstrap(picked, controls=[c for c in controls if c.seed >= fresh])
-        except ValueError:   # no whole seed from ``fresh`` on that both hold
-            pass
+    boot = _fresh_board(cells, controls, slug, fresh)
     if boot is None:
         none = Decision(math.nan, math.nan, False, math.nan, 0, from_seed=fresh)
         return {**{k: "" for k in columns if _about_delta(k)}, f"Δ {LABELS[metric]['nts']} vs {BASELINE}": math.nan,

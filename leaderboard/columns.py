@@ -64,6 +64,9 @@ BOARD_COLUMNS = [
     Column("decided", "'better' or 'worse' than naive when the interval that decides Δ NTS vs naive (the column "
            "after Δ) excludes 0, else 'no' (the bootstrap alone is too optimistic: docs/statistics.md)",
            False, True),
+    Column("family-wise", "'better' or 'worse' when 'decided' holds family-wise too: by Holm's step-down over every "
+           "comparison of the group against naive (the ceiling's too), so that any false decision among them has at "
+           "most a 5% chance; 'no' where the row's own interval decides but the family's does not", False, False),
     Column("Δ NTS vs naive", "NTS − naive's NTS, paired: same seeds, teacher and test pairs (on a protocol seeded "
            "per source, over every seed both hold, from the one 'runs' names: so where both hold more seeds than "
            "every submission does, or the row was chosen on its first seeds, it is not the difference of the NTS "

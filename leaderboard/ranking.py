@@ -46,7 +46,8 @@ from leaderboard.board import METRICS, NO_DELTA, UPLOAD_PREFIX, Board, common_se
 RANKING_COLUMNS = ["rank", "method", "params", "status", "role",
                    "NTS", "NTS ±", "NTS low", "NTS high", "NTS 95% CI", "rank 95%",
                    "Δ NTS vs naive", "Δ low", "Δ high", "Δ 95% CI", "Δ decides low", "Δ decides high",
-                   "Δ t 95% (seeds)", "Δ 95% (runs)", "decided", "runs", "fresh from", "independent",
+                   "Δ t 95% (seeds)", "Δ 95% (runs)", "decided", "family-wise", "family", "runs", "fresh from",
+                   "independent",
                    "AOG", "AOG ±", "AOG low", "AOG high", "WRG", "WRG ±", "WRG low", "WRG high",
                    "ID acc", "OOD acc", "PGR ID", "PGR ID note", "PGR OOD", "PGR OOD note", "misfit", "seeds", "held", "cells",
                    "submitter", "model pair", "protocol", "submission", "problem", "paper", "code",
@@ -114,6 +115,7 @@ def _teacher_row(group: pd.DataFrame, seeds: tuple[int, ...] | None, ceiling: pd
     cells = teacher_rows(on_seeds(group, seeds).sort_values("valid", ascending=False, kind="stable"))
     return {**_row(summarise(cells), ceiling, ceiling_ci), "rank": "ref", "method": TEACHER, "params": "",
             "status": "reference", "role": "teacher", "held": group["seed"].nunique(), "submitter": "", "submission": "", "paper": "", "code": "",
+            **_family({}),
             "problem": "submissions disagree on the teacher (bench validate shows where)" if disagree else ""}
 
 
@@ -140,6 +142,18 @@ def _deciding(decided: dict, prefix: str) -> dict:
     ``<prefix> low`` and ``<prefix> high``; blank without one (naive's own row)."""
     found = decided.get("deciding", {}).get("nts")
     return {f"{prefix} low": found.low if found else math.nan, f"{prefix} high": found.high if found else math.nan}
+
+
+def _family(decided: dict) -> dict:
+    """Whether the row's Δ against naive is decided family-wise (Holm over the group's comparisons against naive:
+    ``Board.decisions``' ``family``), as "better", "worse" or "no" beside the per-comparison "decided", and the size
+    of that family; blank without a comparison (naive's own row)."""
+    family = decided.get("family")
+    if not family:
+        return {"family-wise": "", "family": 0}
+    side = decided.get("decided", "")
+    return {"family-wise": side if family["decided"] and side in ("better", "worse") else "no",
+            "family": int(family["comparisons"])}
 
 
 def runs_text(board: Board, key: str, cells_of: pd.DataFrame, decided: dict) -> str:
@@ -169,7 +183,7 @@ def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, s
            "Δ NTS vs naive": decided.get("Δ NTS vs naive", math.nan),
            "Δ 95% CI": decided.get("Δ bootstrap 95%", ""), "Δ low": delta[1], "Δ high": delta[2],
            **{name: decided.get(name, "") for name in DECIDING}, **_deciding(decided, "Δ decides"),
-           "decided": decided.get("decided", ""), "misfit": shared["misfit"].mean(),
+           "decided": decided.get("decided", ""), **_family(decided), "misfit": shared["misfit"].mean(),
            "fresh from": (board.by_key[key].submission or {}).get("fresh_from") or 0,
            "runs": runs_text(board, key, cells_of, decided),
            "Δ BoN NTS vs naive": bon.get("Δ BoN NTS vs naive", math.nan), "BoN decided": bon.get("decided", ""),
@@ -245,6 +259,8 @@ class Verdict:
     over: int = 0         # where a row holds more seeds than every submission does: how many they all hold, which
                           # NTS and the ranks are over
     seeds_min: int = 0    # the fewest seeds a ranked row holds (the protocol's)
+    family: tuple[str, ...] = ()   # of the decided ones, those decided family-wise too (Holm over the group's comparisons)
+    comparisons: int = 0           # how many comparisons against naive that family holds (the ceiling's too)
 
     def head(self) -> str:
         """Which methods are decidedly better or worse than naive, and which are not."""
@@ -260,6 +276,19 @@ class Verdict:
         return (f"Decidedly better than naive: {', '.join(self.better) or 'none'}; decidedly worse: "
                 f"{', '.join(self.worse) or 'none'}; {rest}{refs}")
 
+    def family_wise(self) -> str:
+        """Which of the decided ones hold family-wise (over the group's comparisons against naive, by Holm), as the
+        rule's first sentence; none where nothing is decided."""
+        if not self.comparisons or not (self.better or self.worse):
+            return ""
+        decided = [*self.better, *self.worse]
+        held = [name for name in decided if name in self.family]
+        lost = [name for name in decided if name not in self.family]
+        return (f"Family-wise (Holm over the group's {self.comparisons} comparisons against naive, the ceiling's too: "
+                f"at most a 5% chance of any false decision among them): "
+                + (f"{', '.join(held)} {'holds' if len(held) == 1 else 'hold'}" if held else "none of them holds")
+                + (f"; {', '.join(lost)} {'does' if len(lost) == 1 else 'do'} not" if held and lost else "") + ". ")
+
     def rule(self) -> str:
         """The rule that decided, in ``bench.core.compare.decision_rule``'s words, and what it means across rows
         (each row is its own 95% decision, not corrected for the others); none beside a note."""
@@ -267,9 +296,10 @@ class Verdict:
             return ""
         n = len(self.better) + len(self.worse) + len(self.undecided)
         chance = f"{n / 20:g}"   # n / 20 exactly (23 rows: 1.15, which .1f shows as 1.1)
-        return (f"Δ NTS vs naive is {decision_rule(self.independent)}. Each row is its own 95% decision, not "
-                f"corrected across rows: if none of these {n} differed from naive, on average up to {chance} would "
-                "still come out decided by chance." + self._fresh() + self._seeds())
+        return (self.family_wise() + f"Δ NTS vs naive is {decision_rule(self.independent)}. Each row's decided column is its own 95% "
+                f"decision, not corrected across rows: if none of these {n} differed from naive, on average up to "
+                f"{chance} would still come out decided by chance; the family-wise column is corrected (Holm), so any "
+                "false decision among them has at most a 5% chance." + self._fresh() + self._seeds())
 
     def _seeds(self) -> str:
         """What the numbers are over, and why some Δ intervals are so wide, where rows hold different seeds: NTS and
@@ -334,4 +364,7 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
                    references=tuple(f"the ceiling is decidedly {side}" for side in ceilings["decided"]),
                    first_look=int(((held == held.min()) & (rows["method"] != BASELINE) & (rows["decided"] == "no")).sum())
                    if spread and independent else 0,
-                   over=int(rows["seeds"].min()) if grown else 0, seeds_min=int(held.min()))
+                   over=int(rows["seeds"].min()) if grown else 0, seeds_min=int(held.min()),
+                   family=tuple(n for n, f in zip(rows["name"], rows.get("family-wise", [""] * len(rows)))
+                                if f in ("better", "worse")),
+                   comparisons=int(counted["family"].max()) if "family" in counted and len(counted) else 0)

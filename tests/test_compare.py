@@ -204,3 +204,26 @@ def test_until_decided_runs_a_method_file_from_the_very_file_its_cells_ran(tmp_p
         settings_of(result, tmp_path / "out", tmp_path / "cache", edited)
     settings = settings_of(result, tmp_path / "out", tmp_path / "cache", mine)
     assert settings.method == "smoothed-compare" and settings.method_file == mine
+
+
+def test_holm_step_down_from_intervals_decides_what_holm_on_p_values_decides():
+    """bench.core.compare.holm decides from nested intervals (decided at level 1 - a when p <= a) what Holm's
+    step-down on the p-values decides: in increasing p while p_(k) <= alpha / (m - k + 1)."""
+    import numpy as np
+
+    from bench.core.compare import Decision, holm
+
+    def textbook(ps, alpha=0.05):
+        decided = set()
+        for k, (name, p) in enumerate(sorted(ps.items(), key=lambda item: item[1])):
+            if p > alpha / (len(ps) - k):
+                break
+            decided.add(name)
+        return decided
+
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        ps = {f"m{i}": float(p) for i, p in enumerate(rng.uniform(0, 0.08, rng.integers(1, 12)))}
+        decides = {name: (lambda level, p=p: Decision(-1.0, 1.0, p <= 1 - level + 1e-15, 0.0, 3)) for name, p in ps.items()}
+        assert set(holm(decides)) == textbook(ps)
+    assert holm({}) == {}

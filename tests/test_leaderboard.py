@@ -522,10 +522,14 @@ def test_the_verdict_reads_the_harness_rule(reference):
     assert len(found.undecided) == len(ranked) - 1 - 3   # naive is no contender of itself
     assert len(ranked) - 1 == 24   # so n / 20 below reads 1.2
     assert found.text() == ("Decidedly better than naive: none; decidedly worse: anchor (lam=10.0, layers=last), "
-                            f"length, probe; the other {len(found.undecided)} are undecided. Δ NTS vs naive is decided "
-                            "when its t-interval over the seeds excludes 0 (docs/statistics.md). Each row is its own 95% "
-                            f"decision, not corrected across rows: if none of these {len(ranked) - 1} differed from naive, "
-                            "on average up to 1.2 would still come out decided by chance.")
+                            f"length, probe; the other {len(found.undecided)} are undecided. "
+                            "Family-wise (Holm over the group's 25 comparisons against naive, the ceiling's too: at most "
+                            "a 5% chance of any false decision among them): length holds; anchor (lam=10.0, "
+                            "layers=last), probe do not. Δ NTS vs naive is decided when its t-interval over the seeds "
+                            "excludes 0 (docs/statistics.md). Each row's decided column is its own 95% decision, not "
+                            f"corrected across rows: if none of these {len(ranked) - 1} differed from naive, on average "
+                            "up to 1.2 would still come out decided by chance; the family-wise column is corrected (Holm), so "
+                            "any false decision among them has at most a 5% chance.")
     travel = core.verdict(reference, mini_tiny(reference, source="travel"))   # the filters scope it, as they do Δ
     assert travel.worse != found.worse or travel.undecided != found.undecided
 

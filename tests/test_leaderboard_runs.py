@@ -130,13 +130,14 @@ def test_what_a_row_rests_on_names_the_seeds_its_submission_holds_beyond_naives(
 def test_the_verdict_definitions_and_cards_name_the_rule_over_runs(board, seq_runs, runs):
     table = core.ranking(board, *group(seq_runs))
     found = core.verdict(board, table)
-    assert found.independent and f". Δ NTS vs naive is {RUNS_RULE}. Each row is its own 95% decision" in found.text()
+    assert found.independent and f". Δ NTS vs naive is {RUNS_RULE}. Each row's decided column is its own 95% decision" in found.text()
     ranked = table[table["role"] == "method"].set_index("params")
     for side, names in (("better", found.better), ("worse", found.worse)):
         assert len(names) == (ranked["decided"] == side).sum()
     assert len(found.better + found.worse + found.undecided) == 2   # the two anchors; naive is no contender
     html = render.verdict_html("g", found)
-    assert f'.<span class="sb-more"> Δ NTS vs naive is {RUNS_RULE}. Each row is its own 95% decision' in str(html).replace("&#39;", "'")
+    assert (f'.<span class="sb-more"> Δ NTS vs naive is {RUNS_RULE}. Each row' + "'s decided column is its own 95% "
+            "decision") in str(html).replace("&#39;", "'")
     view = core.shown(table, board=board)
     assert view.rules == [("Δ 95% (runs)", RUNS_RULE)]
     page = str(render.ranking_html(view)).replace("&#39;", "'")

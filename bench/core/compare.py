@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +26,7 @@ from bench.core.errors import BenchError
 from bench.core.report import fmt
 from bench.core.results import BASELINE, CEILING
 from bench.core.runs import CONTROL_FROM
+from bench.core.sequential import t_quantile
 from bench.core.stats import LEVEL, Board, bon_view
 
 # What a board's NTS, AOG and WRG are called, by what is compared (``bench compare --metric``): the pairs' metrics,
@@ -197,7 +198,7 @@ def plural(n: int, noun: str) -> str:
 
 
 def deciding_interval(board: Board, a: str, b: str, metric: str, category: str | None, source: str | None,
-                      delta) -> Decision:
+                      delta, level: float = LEVEL) -> Decision:
     """The harness's one rule for A - B. On a protocol whose runs are independent, the interval over runs
     stratified by source with the protocol's sequential boundary (bench.core.runs.runs_delta); else the
     t-interval over the per-seed differences (``delta``, bench.core.stats.Delta). Decided when it excludes 0.
@@ -208,13 +209,38 @@ def deciding_interval(board: Board, a: str, b: str, metric: str, category: str |
     span = DIFFERENCE_SPAN[metric]
     if board.independent:
         try:
-            runs = board.runs_delta(a, b, metric, category, source)
+            runs = board.runs_delta(a, b, metric, category, source, level)
         except ValueError:   # fewer than two whole seeds
             return Decision(math.nan, math.nan, False, delta.estimate, len(board.seeds))
         return Decision(max(runs.low, -span), min(runs.high, span), runs.decided, runs.estimate, runs.seeds,
                         runs.runs, runs.controls)
-    decided = not math.isnan(delta.t_low) and (delta.t_low > 0 or delta.t_high < 0)
-    return Decision(max(delta.t_low, -span), min(delta.t_high, span), decided, delta.estimate, len(board.seeds))
+    low, high = delta.t_low, delta.t_high
+    if level != LEVEL and len(delta.per_seed) > 1:   # the same t-interval over the per-seed differences, at ``level``
+        per_seed = np.array(delta.per_seed)
+        half = t_quantile(1 - (1 - level) / 2, len(per_seed) - 1) * per_seed.std(ddof=1) / math.sqrt(len(per_seed))
+        low, high = delta.estimate - half, delta.estimate + half
+    decided = not math.isnan(low) and (low > 0 or high < 0)
+    return Decision(max(low, -span), min(high, span), decided, delta.estimate, len(board.seeds))
+
+
+def holm(decides: dict[str, Callable[[float], Decision]], alpha: float = 1 - LEVEL) -> dict[str, Decision]:
+    """Holm's step-down over a family of comparisons, family-wise at ``alpha``: each comparison given as its deciding
+    interval at a level (``decides[name](level)``, a Decision), the ones it decides with the interval that did.
+
+    With p_i the least a at which comparison i's interval at level 1 - a excludes 0 (its intervals nest: a higher
+    level's holds a lower one's, for the t-interval and for a sequential plan's boundaries alike), Holm decides, in
+    increasing p, while p_(k) <= alpha / (m - k + 1). Each step here decides every remaining comparison whose interval
+    at 1 - alpha / r (r of them left) excludes 0, which is the same set. The chance of any false decision in the
+    family is then at most ``alpha``, whatever the comparisons' dependence (they share naive's runs)."""
+    remaining, found = list(decides), {}
+    while remaining:
+        level = 1 - alpha / len(remaining)
+        now = {name: decision for name in remaining if (decision := decides[name](level)).decided}
+        if not now:
+            break
+        found.update(now)
+        remaining = [name for name in remaining if name not in now]
+    return found
 
 
 def comparison_table(board: Board, a: str, b: str, by: str | None = None, metric: str = "nts") -> pd.DataFrame:

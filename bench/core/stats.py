@@ -392,7 +392,7 @@ class Board:
         return all(c.independent for own in self._cells for c in own)
 
     def runs_delta(self, a: str, b: str, metric: str = "nts", category: str | None = None,
-                   source: str | None = None) -> RunsDelta:
+                   source: str | None = None, level: float = LEVEL) -> RunsDelta:
         """A - B over the independent runs of the scope (bench.core.runs.runs_delta), with the protocol's looks and,
         where the board holds them, B's replicates (``B#1``, ... other than A) as the control of each run."""
         self._scope(category, source)   # refuses an empty scope
@@ -403,7 +403,7 @@ class Board:
         cells_a, cells_b = ([c for c in self._every[self.methods[self._index(m)]] if wanted(c)] for m in (a, b))
         controls = [[c for c in self._every.get(m) or self._controls[m] if wanted(c)]
                     for m in self.replicates_of(b) if m != a]
-        return runs_delta(cells_a, cells_b, metric, self._cells[0][0].looks, controls=controls)
+        return runs_delta(cells_a, cells_b, metric, self._cells[0][0].looks, level, controls=controls)
 
     def replicates_of(self, method: str) -> list[str]:
         """``method``'s replicates (``METHOD#1``, ``METHOD#2``, ...: bench run --replicate) among the board's rows and
