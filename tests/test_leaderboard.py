@@ -470,6 +470,10 @@ def test_malformed_zips_are_rejected_naming_the_file(runs, board, tmp_path):
     assert view is None
     report, view = check_upload(str(finder_zip(naive, tmp_path / "finder.zip")), board, runs.protocols, runs.model_pairs)
     assert report.startswith("finder.zip: VALID") and view is not None
+    from bench.submissions.limits import MAX_ZIP_ENTRIES
+
+    many = zip_folder(naive, tmp_path / "many.zip", extra={f"__MACOSX/naive/._{k}": b"" for k in range(MAX_ZIP_ENTRIES)})
+    assert f"more than {MAX_ZIP_ENTRIES:,}; a submission holds" in check_upload(str(many), board)[0]   # skipped, counted
     two = zip_folder(naive, tmp_path / "two.zip", extra={"other/submission.json": "{}"})
     assert "holds 2 submissions ('naive/submission.json', 'other/submission.json')" in check_upload(str(two), board)[0]
     with zipfile.ZipFile(tmp_path / "none.zip", "w") as zf:

@@ -68,7 +68,11 @@ def extract_upload(archive: Path, dest: Path) -> Path:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as error:
         raise BenchError(f"the upload is not a zip archive that can be read ({error}); {REZIP}") from None
     with zf:
-        infos = [i for i in zf.infolist() if not i.is_dir() and not is_os_metadata(i.filename)]
+        entries = zf.infolist()
+        if len(entries) > limits.MAX_ZIP_ENTRIES:   # Finder's entries are skipped, not free: they are counted here
+            raise BenchError(f"the upload holds {len(entries):,} entries (files, folders and what macOS adds, such as "
+                             f"__MACOSX/), more than {limits.MAX_ZIP_ENTRIES:,}; a submission holds {LAYOUT}")
+        infos = [i for i in entries if not i.is_dir() and not is_os_metadata(i.filename)]
         unpacked_size = sum(i.file_size for i in infos)
         if len(infos) > limits.MAX_FILES or unpacked_size > limits.MAX_SUBMISSION_BYTES:
             raise BenchError(f"the upload unpacks to {len(infos)} files and {size_text(unpacked_size)}, more than "
