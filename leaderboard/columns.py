@@ -145,6 +145,8 @@ INTERVALS = {*METRICS.values(), "BoN NTS"}   # "<name> 95% CI" from the ranking'
 DELTA_INTERVALS = {"Δ 95% CI": "Δ", decision_column(False): "Δ decides", decision_column(True): "Δ decides",
                    "Δ BoN 95% (decides)": "Δ BoN"}
 DEFAULT_COLUMNS = [c.name for c in BOARD_COLUMNS if c.default]
+# The columns whose cells are intervals: the CSV writes each one's ends as numbers beside its text
+INTERVAL_COLUMNS = frozenset({f"{name} 95% CI" for name in INTERVALS} | set(DELTA_INTERVALS))
 HELP = {c.name: c.help for c in BOARD_COLUMNS}
 GROUP_COLUMNS = ["protocol", "model pair"]   # in every CSV row, before the columns shown
 
@@ -155,6 +157,8 @@ class ShownCell:
     sort: float | str = ""  # what it sorts by
     title: str = ""         # shown on hover (why a number is blank)
     number: bool = False
+    low: float | str = ""   # an interval's ends as numbers, which the CSV writes beside its text ("" elsewhere)
+    high: float | str = ""
 
 
 @dataclass
@@ -198,11 +202,15 @@ def _cell(name: str, row: pd.Series) -> ShownCell:
     def number(text: str, value: float) -> ShownCell:
         return ShownCell(text, "" if math.isnan(value) else float(value), number=True)
 
+    def interval(low: float, high: float, text: str) -> ShownCell:
+        ends = ("", "") if math.isnan(low) or math.isnan(high) else (float(low), float(high))
+        return ShownCell(text, ends[0], number=True, low=ends[0], high=ends[1])
+
     if name in SIGNED:
         return number(fmt(row[name], signed=True), row[name])
     base = name.removesuffix(" 95% CI")
     if base != name and base in INTERVALS:
-        return number(interval_text(row[f"{base} low"], row[f"{base} high"]), row[f"{base} low"])
+        return interval(row[f"{base} low"], row[f"{base} high"], interval_text(row[f"{base} low"], row[f"{base} high"]))
     if name.endswith(" ±") or name in ("ID acc", "OOD acc", "misfit"):
         return number(fmt(row[name]), row[name])
     if name.startswith("PGR"):
@@ -213,11 +221,11 @@ def _cell(name: str, row: pd.Series) -> ShownCell:
     if name in DELTA_INTERVALS:
         low, high = (row[f"{DELTA_INTERVALS[name]} {end}"] for end in ("low", "high"))
         if max(abs(low), abs(high)) > WIDEST_SHOWN:   # NaN compares False: a missing interval stays blank
-            cell = ShownCell(TOO_WIDE, float(low))   # words, sorted by its low end as the numbers beside it
+            cell = ShownCell(TOO_WIDE, float(low), low=float(low), high=float(high))   # words; the CSV keeps the ends
             cell.title = (f"its 95% interval reaches past ±{WIDEST_SHOWN:.0f} points: at this look (a sequential plan's "
                           "first) it decides no difference; more runs narrow it")
             return cell
-        return number(interval_text(low, high), low)
+        return interval(low, high, interval_text(low, high))
     if name == "runs":   # "30 runs (5 seeds)[, 2 control replicates]": sorted by its runs
         text = str(row[name] or "")
         found = re.match(r"(\d+) runs", text)

@@ -13,7 +13,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from leaderboard.board import Board, group_label
-from leaderboard.columns import View, markdown_of, md_code, md_escape, shown
+from leaderboard.columns import INTERVAL_COLUMNS, View, markdown_of, md_code, md_escape, shown
 from leaderboard.context import Context, DataLine, context
 from leaderboard.ranking import Verdict, ranking, verdict
 
@@ -24,8 +24,10 @@ CSV_NAME = "shiftbench-ranking.csv"
 @cache
 def environment(markdown: bool = False) -> Environment:
     """HTML templates escape everything they are given; the markdown one (About) has no submission text."""
-    return Environment(loader=PackageLoader("leaderboard", "templates"), keep_trailing_newline=True,
-                       autoescape=False if markdown else select_autoescape(default=True, default_for_string=True))
+    env = Environment(loader=PackageLoader("leaderboard", "templates"), keep_trailing_newline=True,
+                      autoescape=False if markdown else select_autoescape(default=True, default_for_string=True))
+    env.globals["interval_columns"] = INTERVAL_COLUMNS   # their cells carry their ends, which the CSV writes
+    return env
 
 
 @cache

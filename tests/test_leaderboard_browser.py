@@ -32,7 +32,8 @@ from small_runs import (
 )
 from test_leaderboard import NUMBER, REFERENCE, corrupt_zip, finder_zip
 
-from bench.core.report import TEACHER
+from bench.core.compare import interval_text
+from bench.core.report import TEACHER, fmt
 from leaderboard import core
 
 GROUP = ("mini-test", "tiny-test")   # the board's default: the group with the most submissions
@@ -230,8 +231,18 @@ def test_columns_can_be_chosen_and_the_csv_is_what_is_shown(page, served, shots,
     with open(saved, newline="") as handle:
         table = list(csv.reader(handle))
     assert download.value.suggested_filename == "shiftbench-mini-test-tiny-test.csv"
-    # these columns, these rows, in the order on screen, each row with its protocol and model pair
-    assert table == [["protocol", "model pair", *headers(page)], *([*GROUP, *row] for row in rows(page))]
+    # these columns, these rows, in the order on screen, each row with its protocol and model pair; beside each
+    # number its value and beside each interval its ends, as numbers that show as the text does
+    shown_at = [i for i, name in enumerate(table[0]) if not name.endswith((" value", " low", " high"))]
+    assert [[row[i] for i in shown_at] for row in table] == \
+        [["protocol", "model pair", *headers(page)], *([*GROUP, *row] for row in rows(page))]
+    numbers = {name: i for i, name in enumerate(table[0]) if i not in shown_at}
+    assert "NTS value" in numbers and "NTS 95% CI low" in numbers and "NTS 95% CI high" in numbers
+    for row in table[1:]:
+        at = table[0].index("NTS")
+        assert row[at] == (fmt(float(row[numbers["NTS value"]]), signed=True) if row[numbers["NTS value"]] else row[at])
+        ends = row[numbers["NTS 95% CI low"]], row[numbers["NTS 95% CI high"]]
+        assert row[table[0].index("NTS 95% CI")] == (interval_text(*map(float, ends)) if ends[0] else "")
     page.screenshot(path=str(shots / "columns-chosen.png"), full_page=True)
 
 
