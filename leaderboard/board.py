@@ -37,8 +37,8 @@ NOT_BUILT_IN = {kind: f"method from {what}, not built in: its source is in the s
 def marks(v: Validation) -> list[tuple[str, str]]:
     """(badge, what it means) for each thing a reader must know about a submission's row before trusting it,
     the same wherever the row is shown (the app, the static page, --markdown, the CSV's status): students
-    trained outside the harness, a method whose code the harness does not ship, a teacher not checked against a
-    reference teacher."""
+    trained outside the harness, a method whose code the harness does not ship, a method chosen on the group's
+    first seeds (SubmissionFile.fresh_from), a teacher not checked against a reference teacher."""
     s, found = v.submission or {}, []
     if s.get("external"):
         found.append(("external training", str(s["external"])))
@@ -46,6 +46,11 @@ def marks(v: Validation) -> list[tuple[str, str]]:
     kind = origin.get("kind") if isinstance(origin, dict) else None
     if kind in NOT_BUILT_IN:
         found.append(("method file" if kind == "file" else "package", NOT_BUILT_IN[kind]))
+    fresh = s.get("fresh_from") or 0
+    if fresh:   # its rank is over the group's common seeds, among them those that chose it: a selection bias
+        found.append((f"chosen on seeds 0–{fresh - 1}", f"picked as the best of several on seeds 0 to {fresh - 1}, "
+                      f"which its NTS and rank include and so flatter; its Δ against naive is decided on the seeds "
+                      f"from {fresh} on alone"))
     if any(p.field == "teacher" for p in v.warnings):   # bench.submissions.tree.check_teachers found no reference
         found.append(("teacher not checked", "its teacher is not checked against a reference teacher (no committed "
                                              "reference and no naive submission of its protocol and model pair)"))
