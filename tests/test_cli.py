@@ -80,7 +80,8 @@ def test_a_run_says_its_nts_against_naives_reference_cells_of_its_seeds_and_that
     line = against_reference(results, "mini-v2", "tiny-lr3e-4", Path("results"))
     assert line.startswith(f"Δ NTS vs naive's reference cells of seed 0 (submissions/mini-v2/tiny-lr3e-4/naive): "
                            f"{sum(by_hand) / len(by_hand):+.2f} points over {len(by_hand)} source → target cells")
-    assert "`bench compare anchor naive --out results/mini-v2/tiny-lr3e-4 --until-decided`" in line
+    assert ("To decide: `bench run --method naive --seeds 0` beside it, then `bench compare anchor_lam=1.0_layers=last "
+            "naive --out results/mini-v2/tiny-lr3e-4 --until-decided`") in line
     assert against_reference([naive[0, r.source] for r in results], "mini-v2", "tiny-lr3e-4", Path("results")) is None
     other = results[0].model_copy(update={"eval_sets": {k: e.model_copy(update={"teacher_acc": e.teacher_acc + 1})
                                                         for k, e in results[0].eval_sets.items()}})

@@ -228,6 +228,13 @@ def test_replicate_counts_in_float32_and_kept_teacher_rows_are_float64s_to_the_b
     assert np.array_equal(_counts(drawn, "d", 1, correct, shared=False), exact)
     assert np.array_equal(_counts(drawn, "d", 1, correct[2:5], shared=True), exact[2:5])
     assert np.array_equal(_counts(drawn, "d", 1, correct[::-1], shared=True), exact[::-1])   # kept rows and new ones
+    from bench.core.stats import _MADE
+
+    kept = len(_MADE[drawn]["rows", "d", 1])   # the seven rows above
+    one = rng.choice([0.0, 0.5, 1.0], size=(1, n))
+    counts = _counts(drawn, "d", 1, np.repeat(one, 600, axis=0), shared=True)   # one teacher row in 600 methods
+    assert len(_MADE[drawn]["rows", "d", 1]) == kept + 1   # kept once, past _KEPT_ROWS copies of it
+    assert np.array_equal(counts[-1], (one @ drawn.weights["d"].reshape(B, n).T)[0])
     graded = correct * 0.3   # not a tie's halves: float32 would round
     assert np.array_equal(_counts(drawn, "d", 1, graded, shared=True), graded @ drawn.weights["d"].reshape(B, n).T)
 

@@ -306,6 +306,21 @@ def test_a_decoders_chat_template_and_special_tokens_are_not_taken_for_markup(ru
     assert f"formatters.strong.chat_template: text of {limits.MAX_TEMPLATE_CHARS + 1} characters" in found
 
 
+def test_text_found_plain_is_judged_again_under_a_lower_limit(monkeypatch):
+    """check_text's process-wide record of plain strings is kept per length limit: a string that passed stays
+    refused once a limit (the text's, or a template's below it) is lowered."""
+    def problems(obj):
+        v = Validation(folder=Path("."))
+        check_text(v, "x.json", obj)
+        return [p.message.split(" (")[0] for p in v.errors]
+
+    assert problems({"models": {"weak": {"description": "x" * 100}}}) == []
+    monkeypatch.setattr(limits, "MAX_TEXT_CHARS", 50)
+    assert problems({"models": {"weak": {"description": "x" * 100}}}) == ["text of 100 characters"]
+    monkeypatch.setattr(limits, "MAX_TEMPLATE_CHARS", 10)
+    assert problems({"models": {"strong": {"chat_template": "y" * 20}}}) == ["text of 20 characters"]
+
+
 def test_gold_labels_are_the_built_in_ceilings_alone(runs, naive, tmp_path):
     """A cell that trained on gold labels is the ceiling's, the board's reference row: naive's cells edited to say
     gold (with labels.kind to match, every checksum resealed), a method file's gold, and a ceiling that says teacher

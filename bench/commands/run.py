@@ -49,7 +49,7 @@ def against_reference(results: list, protocol: str, models: str, out: Path) -> s
     does. None for naive itself, without a reference, or where the teachers differ."""
     from bench.core.report import cell_rows
     from bench.core.result_schema import CellResult
-    from bench.core.results import BASELINE
+    from bench.core.results import BASELINE, params_slug
     from bench.core.store import StoreError, is_store, load_store
 
     method = results[0].method.name
@@ -71,11 +71,16 @@ def against_reference(results: list, protocol: str, models: str, out: Path) -> s
     delta = float((joined["nts"] - joined["nts_naive"]).mean())
     seeds = sorted({r.seed for r in results})
     where = Path("submissions") / protocol / models / BASELINE
-    return (f"Δ NTS vs naive's reference cells of seed{'s' if len(seeds) > 1 else ''} "
-            f"{' '.join(map(str, seeds))} ({where.as_posix()}): {delta:+.2f} points over {len(joined)} source → target "
-            f"cells, same teacher. A few seeds decide nothing (two runs of one method differ by several points of "
-            f"NTS): `bench compare {method} naive --out {Path(out).as_posix()}/{protocol}/{models} --until-decided` "
-            "runs both, seed after seed, until the paired interval decides (docs/statistics.md).")
+    first = results[0].method
+    file = first.origin.get("file") if first.origin.get("kind") == "file" else None
+    seeds_text = " ".join(map(str, seeds))
+    return (f"Δ NTS vs naive's reference cells of seed{'s' if len(seeds) > 1 else ''} {seeds_text} "
+            f"({where.as_posix()}): {delta:+.2f} points over {len(joined)} source → target cells, same teacher. A few "
+            "seeds decide nothing (two runs of one method differ by several points of NTS). To decide: `bench run "
+            f"--method naive --seeds {seeds_text}` beside it, then `bench compare {params_slug(first.name, first.params)} "
+            f"naive --out {Path(out).as_posix()}/{protocol}/{models} --until-decided"
+            + (f" --method-file {file}" if file else "")
+            + "`, which runs both, seed after seed, until the paired interval decides (docs/statistics.md).")
 
 
 def archived(protocol: str) -> None:

@@ -43,9 +43,11 @@ MIN_STUDENT_STEPS = 20   # below this the student's loss barely leaves log 2 on 
 
 
 def student_steps(protocol, models) -> int:
-    """About how many optimiser steps a student takes: half B (half of the train pool) in batches, per epoch."""
+    """About how many optimiser steps a student takes: half B (half of the train pool), less what early stopping holds
+    out, in batches, per epoch."""
     train = models.student_train
-    return math.ceil(protocol.train_pool_size / 2 / train.batch_size) * train.epochs
+    held = train.early_stopping.holdout if train.early_stopping is not None else 0.0
+    return math.ceil(protocol.train_pool_size / 2 * (1 - held) / train.batch_size) * train.epochs
 
 
 def warn_few_steps(protocol, models) -> None:
@@ -62,8 +64,10 @@ def warn_few_steps(protocol, models) -> None:
 
 
 def run_settings(args: argparse.Namespace):
-    """The run's settings from the command line (`bench run`, `bench sweep`)."""
-    return cell_settings(args, chosen_method(args))
+    """The run's settings from the command line (`bench run`, `bench sweep`): the commands that train students."""
+    settings = cell_settings(args, chosen_method(args))
+    warn_few_steps(settings.protocol, settings.models)
+    return settings
 
 
 def cell_settings(args: argparse.Namespace, method: str):
@@ -96,7 +100,6 @@ def cell_settings(args: argparse.Namespace, method: str):
     check_model_folders(models)
     if getattr(args, "early_stopping", None) is not None:   # bench run and sweep; labels and evaluate train no student
         models = models.early_stopped(parse_early_stopping(args.early_stopping))
-    warn_few_steps(protocol, models)
     resolved = {"protocol": protocol, "models": models, "method": method,
                 "params": params_of(getattr(args, "param", ())), "sources": tuple(resolve_sources(protocol, args.source)),
                 "seeds": tuple(args.seeds or ()), "cache_dir": args.cache_dir or default_cache_dir(),

@@ -139,7 +139,7 @@ def _counts(resamples: Resamples, d: str, J: int, correct: np.ndarray, shared: b
         return (correct @ w32t).astype(np.float64)
     kept = _MADE[resamples].setdefault(("rows", d, J), {})
     keys = [row.tobytes() for row in correct]
-    missing = [i for i, key in enumerate(keys) if key not in kept]
+    missing = list({key: i for i, key in enumerate(keys) if key not in kept}.values())   # each distinct row once
     if missing:
         if len(kept) + len(missing) > _KEPT_ROWS:
             return (correct @ w32t).astype(np.float64)

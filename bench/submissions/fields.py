@@ -69,26 +69,31 @@ def _unsafe(text: str, markup_ok: bool) -> str | None:
     return unsafe_text(text, markup_ok=markup_ok)
 
 
-# Strings found plain (no unsafe text, within MAX_TEXT_CHARS, no local path) in this process, as JSON writes them
-# between quotes: the cells of a tree repeat their model pair's, protocol's and environment's strings thousands
-# of times.
-_PLAIN: set[str] = set()
+# Strings found plain (no unsafe text, within the least length limit, no local path) in this process, as JSON writes
+# them between quotes: the cells of a tree repeat their model pair's, protocol's and environment's strings thousands
+# of times. Short ones only (an upload is checked in the server's process: a few MB of text at most), and kept
+# for the limit they were found under (a test may lower one).
+_PLAIN: dict[int, set[str]] = {}
+_PLAIN_TOKENS, _PLAIN_CHARS = 1 << 17, 256
 _JSON_STRING_RE = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
 
 
 def _all_plain(raw: str) -> bool:
-    """Whether every string of a JSON text, keys included, is plain, with no regard to where it is: then
+    """Whether every string of a JSON text, keys included, is plain, with no regard to where it is: within the
+    least length limit of any field, no unsafe text even where markup is allowed, no local path. Then
     ``check_text`` finds nothing, as every rule it applies somewhere admits a plain string. The strings are
     the text's string tokens (each starts at the first quote after the last one's end), found by one regex
     instead of a walk that makes a path for every string; a text with any other string takes the walk that
     words what is wrong."""
-    new = set(_JSON_STRING_RE.findall(raw)) - _PLAIN
+    least = min(limits.MAX_TEXT_CHARS, limits.MAX_TEMPLATE_CHARS)
+    known = _PLAIN.setdefault(least, set())
+    new = set(_JSON_STRING_RE.findall(raw)) - known
     for token in new:
         text = json.loads(f'"{token}"') if "\\" in token else token
-        if len(text) > limits.MAX_TEXT_CHARS or _unsafe(text, False) or LOCAL_PATH_RE.match(text):
+        if len(text) > least or _unsafe(text, False) or LOCAL_PATH_RE.match(text):
             return False
-    if len(_PLAIN) < 1 << 17:
-        _PLAIN.update(new)
+    if len(known) < _PLAIN_TOKENS:
+        known.update(token for token in new if len(token) <= _PLAIN_CHARS)
     return True
 
 

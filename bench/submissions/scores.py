@@ -214,8 +214,8 @@ def _safe_ids(columns: list[list]) -> bool:
     new = set().union(*columns) - _SAFE_IDS
     if any(_unsafe(t) for t in new):
         return False
-    if len(_SAFE_IDS) < 1 << 20:
-        _SAFE_IDS.update(new)
+    if len(_SAFE_IDS) < 1 << 20:   # short ones: a real id is a few dozen characters
+        _SAFE_IDS.update(t for t in new if len(t) <= 256)
     return True
 
 
