@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.core.cells import Cell, load_cells  # noqa: E402
 from bench.core.runs import cell_value  # noqa: E402
 from bench.core.stats import Board  # noqa: E402
+from bench.core.store import cell_folders  # noqa: E402
 
 
 def far_view(cell: Cell) -> Cell:
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("folder", type=Path, help="a protocol/model-pair results folder, e.g. results/w2s-real-v1/mpnet")
     p.add_argument("--method", default="ceiling", help="the method folder's name (default ceiling)")
     args = p.parse_args(argv)
-    cells = load_cells(sorted({str(f.parent) for f in (args.folder / args.method).rglob("result.json")}))
+    cells = load_cells(cell_folders(args.folder / args.method))   # cell folders, or a store's cells
     if not cells:
         print(f"no finished cells under {args.folder / args.method}", file=sys.stderr)
         return 1
