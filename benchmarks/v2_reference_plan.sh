@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mini v2's reference runs (docs/statistics.md, "mini v2"), in the order that answers the most soonest.
+# mini v2's reference runs (docs/results/mini-v2.md), in the order that answers the most soonest.
 # Resumable: every stage is `bench run` or `bench compare --until-decided`, which skip finished cells, so
 # rerun the script after a stop and it goes on where it was. Cells go to $OUT (default: results, which
 # should hold nothing else); `bench submit $OUT/mini-v2/tiny-lr3e-4/<slug>` packs a method's submission.

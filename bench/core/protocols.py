@@ -158,7 +158,7 @@ MODEL_PAIRS.register("tiny", ModelPairSpec(
 ))
 
 
-# --- mini v2: the board that decides (docs/statistics.md, "The variance study" and "mini v2") --------
+# --- mini v2: the board that decides (docs/results/variance-study.md, docs/results/mini-v2.md) --------
 # v1's data, cues and models, with what the variance study found to cut the cost of a decision while keeping
 # what mini shows (naive gaining in distribution and not out of it in helpful, students fitting most of
 # their teacher's mistakes): every (seed, source) run seeded on its own, so runs are the unit of analysis;

@@ -128,7 +128,7 @@ def control_leverage(controls: Mapping[str, Sequence[float]]) -> tuple[np.ndarra
     controls are not used: before CONTROL_FROM seeds, or where they do not vary within sources (whole seeds:
     every list of one length). Why not before: the slope's leverage lands on the noisiest source, whose variance
     has only seeds - 1 degrees of freedom, and at 3 seeds the first look's boundary, extreme in the t's tail, grows
-    several-fold with the df lost (benchmarks/control_variate.py --width-at; docs/statistics.md, "Why the control
+    several-fold with the df lost (benchmarks/control_variate.py --width-at; docs/results/mini-v2.md, "Why the control
     waits for 5 seeds"). The rule counts seeds only, so it is fixed before any result."""
     x = [np.asarray(v, dtype=np.float64) for v in controls.values()]
     seeds = len(x[0])
