@@ -415,6 +415,11 @@ def test_a_phone_sees_rank_method_nts_and_decided_first(browser, served, shots, 
     assert page.evaluate("document.documentElement.scrollWidth") <= 390   # the page itself does not scroll sideways
     page.locator("#ranking-board .sb-scroll").evaluate("e => e.scrollLeft = 400")   # the rest scrolls; these stay
     assert page.locator('#ranking th[data-col="decided"]').bounding_box()["x"] + 60 <= 390
+    for column in ("rank", "method", "NTS", "decided"):   # and their headers stay over the scrolled ones' headers
+        box = page.locator(f'#ranking th[data-col="{column}"]').bounding_box()
+        on_top = page.evaluate("([x, y]) => document.elementFromPoint(x, y).closest('th')?.dataset.col",
+                               [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2])
+        assert on_top == column, (column, on_top)
     page.locator("#ranking-board .sb-scroll").evaluate("e => e.scrollLeft = 0")
     page.screenshot(path=str(shots / "phone-390.png"))
     from leaderboard.static import write_site
