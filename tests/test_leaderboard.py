@@ -474,6 +474,8 @@ def test_malformed_zips_are_rejected_naming_the_file(runs, board, tmp_path):
 
     many = zip_folder(naive, tmp_path / "many.zip", extra={f"__MACOSX/naive/._{k}": b"" for k in range(MAX_ZIP_ENTRIES)})
     assert f"more than {MAX_ZIP_ENTRIES:,}; a submission holds" in check_upload(str(many), board)[0]   # skipped, counted
+    long = zip_folder(naive, tmp_path / "long.zip", extra={f"naive/cells/seed0/{'a' * 5000}/result.json": "{}"})
+    assert "holds a name of 5,000 characters ('aaaa" in check_upload(str(long), board)[0]   # not an OSError
     two = zip_folder(naive, tmp_path / "two.zip", extra={"other/submission.json": "{}"})
     assert "holds 2 submissions ('naive/submission.json', 'other/submission.json')" in check_upload(str(two), board)[0]
     with zipfile.ZipFile(tmp_path / "none.zip", "w") as zf:

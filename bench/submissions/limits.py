@@ -24,6 +24,7 @@ MAX_SCORES_BYTES = 64 * 2**20          # one scores file, decompressed
 MAX_SCORES_LINE_BYTES = 4096           # one line of a scores file (a real one is under 200 bytes)
 MAX_PAIRS_PER_EVAL_SET = 100_000       # n_pairs of one eval set; the protocol's test_size bounds it first (1,000 for the real one)
 MAX_FILES = 5000
+MAX_PATH_PART_BYTES = 200             # one folder or file name in an upload (file systems stop at 255 bytes)
 MAX_ZIP_ENTRIES = 3 * MAX_FILES   # an upload's entries of any kind: its files, their folders, and what Finder adds
 MAX_STORE_INFLATED_BYTES = 512 * 2**20   # a store's three tables decompressed, by their own metadata (a reference
                                          # submission's are under 60 MB), checked before they are read

@@ -83,6 +83,10 @@ def extract_upload(archive: Path, dest: Path) -> Path:
         seen: set[str] = set()
         for info in infos:   # every entry is checked before any is read
             name = info.filename
+            longest = max(name.split("/"), key=len)
+            if len(longest.encode()) > limits.MAX_PATH_PART_BYTES:   # no file system takes it (ENAMETOOLONG)
+                raise BenchError(f"the upload holds a name of {len(longest):,} characters ({longest[:60]!r}…); a "
+                                 f"submission's names are short ({LAYOUT}); {REZIP}")
             if stat.S_ISLNK(info.external_attr >> 16):
                 raise BenchError(f"the upload holds a link, {name[:100]!r}; a submission holds only files")
             rel = name[len(prefix):] if name.startswith(prefix) else None
