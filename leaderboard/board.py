@@ -237,11 +237,11 @@ def _decided(valid: list[Validation], cells: list, controls: list, metric: str, 
             continue
         if fresh[slug]:   # chosen on its first seeds: decided on the others, as bench compare --fresh-from does
             found[sub].update(_fresh_delta(cells, controls, slug, fresh[slug], table.columns, metric, category, source))
-            on = _fresh_board(cells, controls, slug, fresh[slug])
+            on = _fresh_board(cells, controls, slug, fresh[slug]) if metric == "nts" else None
         else:
             found[sub].update(_against_naive(boot, slug, category, source))
             on = boot
-        if on is not None:
+        if on is not None and metric == "nts":   # the board states family-wise verdicts on NTS, what it ranks by
             delta = on.compare(slug, BASELINE, category=category, source=source).deltas["nts"]
             family[sub] = functools.partial(deciding_interval, on, slug, BASELINE, "nts", category, source, delta)
     # Family-wise: Holm over every comparison of the group against naive (the ceiling's too), as well as each alone
