@@ -236,8 +236,8 @@ def _decided(valid: list[Validation], cells: list, controls: list, metric: str, 
         if BASELINE not in boot.methods or slug == BASELINE:
             continue
         if fresh[slug]:   # chosen on its first seeds: decided on the others, as bench compare --fresh-from does
-            found[sub].update(_fresh_delta(cells, controls, slug, fresh[slug], table.columns, metric, category, source))
-            on = _fresh_board(cells, controls, slug, fresh[slug]) if metric == "nts" else None
+            on = _fresh_board(cells, controls, slug, fresh[slug])
+            found[sub].update(_fresh_delta(on, slug, fresh[slug], table.columns, metric, category, source))
         else:
             found[sub].update(_against_naive(boot, slug, category, source))
             on = boot
@@ -279,13 +279,11 @@ def _fresh_board(cells: list, controls: list, slug: str, fresh: int):
         return None
 
 
-def _fresh_delta(cells: list, controls: list, slug: str, fresh: int, columns, metric: str, category: str | None,
-                 source: str | None) -> dict:
+def _fresh_delta(boot, slug: str, fresh: int, columns, metric: str, category: str | None, source: str | None) -> dict:
     """The Δ against naive of a submission chosen on its first seeds (SubmissionFile.fresh_from): ``decision_table``'s
-    columns about it, ``delta`` and ``deciding``, over the seeds from ``fresh`` on of both sides (and of naive's
-    replicates, its ``controls``), as ``bench compare --fresh-from`` computes them. Where naive holds no whole
-    seed from there on nothing is decided, and ``deciding`` says it rests on no seed."""
-    boot = _fresh_board(cells, controls, slug, fresh)
+    columns about it, ``delta`` and ``deciding``, on ``boot``, its board over the seeds from ``fresh`` on of both sides
+    (and of naive's replicates: ``_fresh_board``), as ``bench compare --fresh-from`` computes them. Where naive holds
+    no whole seed from there on (no board) nothing is decided, and ``deciding`` says it rests on no seed."""
     if boot is None:
         none = Decision(math.nan, math.nan, False, math.nan, 0, from_seed=fresh)
         return {**{k: "" for k in columns if _about_delta(k)}, f"Δ {LABELS[metric]['nts']} vs {BASELINE}": math.nan,
