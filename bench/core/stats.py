@@ -105,6 +105,18 @@ def _drawn(n_seeds: int, n_pairs: tuple[tuple[str, int], ...], n_boot: int, seed
     return Resamples(drawn.seeds_drawn, MappingProxyType(drawn.weights))
 
 
+@functools.cache
+def one_blas_thread() -> None:
+    """Set numpy's BLAS to one thread, for the rest of the process (torch's threads are its own and untouched).
+    The bootstrap's products are a few rows by thousands of replicates: a second thread does not make them
+    faster, and OpenBLAS keeps it spinning between calls, which burns about as much CPU again as the work
+    (docs/performance.md). Called by whatever reads results (a Board, the validation of a tree); one thread
+    also makes float64 products independent of the machine's core count."""
+    import threadpoolctl
+
+    threadpoolctl.threadpool_limits(1, user_api="blas")
+
+
 _MADE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # resamples -> what is made once from them
 _KEPT_ROWS = 512   # teacher rows whose replicate counts are kept, per resamples and dataset (16 KB each at N_BOOT)
 
@@ -220,6 +232,7 @@ class Board:
                  controls: Sequence[Cell] = ()):
         if not cells:
             raise ValueError("no cells")
+        one_blas_thread()
         self._every: dict[str, list[Cell]] = defaultdict(list)   # method -> all its cells, every seed
         for c in cells:
             self._every[c.method].append(c)

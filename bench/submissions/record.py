@@ -345,6 +345,8 @@ def validate_tree(path: Path, protocols: Mapping[str, ProtocolSpec] | None = Non
     (``record``, else the one under ``cache_dir`` for these ``protocols`` and ``model_pairs``); the checks
     across submissions (duplicates, misplaced folders, disagreements: cheap) always run."""
     import bench.submissions.tree as tree
+    from bench.core.stats import one_blas_thread
 
+    one_blas_thread()   # before the first product: a spinning second BLAS thread costs every step after it
     record = record or Record(cache_dir, protocols, model_pairs)
     return tree.validate_tree(Path(path), protocols, model_pairs, validate=record.validate)
