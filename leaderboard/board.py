@@ -21,7 +21,8 @@ import pandas as pd
 
 from bench.core.compare import BASELINE, LABELS, Decision, deciding_interval, decision_table, holm
 from bench.core.protocols import replaced_by
-from bench.core.report import COLUMNS, cell_rows, params_text
+from bench.core.report import COLUMNS, params_text
+from bench.submissions.facts import cell_facts
 from bench.submissions.limits import Validation
 from bench.submissions.record import described
 from bench.submissions.tree import teacher_conflicts
@@ -71,6 +72,7 @@ class Board:
     validations: list[Validation]
     conflicts: list[tuple[str, set[str]]] = field(default_factory=list)
     _decisions: dict = field(default_factory=dict, repr=False)
+    _independent: dict = field(default_factory=dict, repr=False)
     # the specs the submissions were validated with besides the registry's (load_board's): a far target of an
     # unregistered protocol is read apart from NTS too (bench.core.protocols.far_targets)
     protocols: Mapping = field(default_factory=dict, repr=False)
@@ -78,8 +80,8 @@ class Board:
     record_dir: Path | None = field(default=None, repr=False)
 
     @cached_property
-    def _frames(self) -> dict[int, pd.DataFrame]:
-        """Each tabulable submission's rows (``_rows``), by ``id`` of its Validation: built once, for ``entries``
+    def _frames(self) -> dict[int, list[dict]]:
+        """Each tabulable submission's rows (``_rows``), by ``id`` of its Validation: found once, for ``entries``
         and ``cells`` both."""
         frames = {id(v): self._rows(v) for v in self.validations if v.submission is not None and v.cells}
         return {k: f for k, f in frames.items() if f is not None}
@@ -96,22 +98,25 @@ class Board:
     def by_key(self) -> dict[str, Validation]:
         return {v.key: v for v in self.entries}
 
-    def _rows(self, v: Validation) -> pd.DataFrame | None:
-        try:
-            rows = cell_rows(v.cells, self.protocols)
-        except (KeyError, TypeError):  # a cell too broken to tabulate; validation has said why
+    def _rows(self, v: Validation) -> list[dict] | None:
+        """``v``'s rows of ``cells`` (bench.core.report.cell_rows's, from the validation record where ``v`` is a
+        record's: no result is read), with what the board says of the submission."""
+        found = cell_facts(v.cells, "rows", self.protocols)
+        if any(rows is None for rows in found):   # a cell too broken to tabulate; validation has said why
             return None
+        rows = [row for cell in found for row in cell]
         s = v.submission
         status = "; ".join(["validated" if v.ok else f"NOT VALIDATED ({len(v.errors)} problems)",
                             *(note for _, note in marks(v))])
-        return rows.assign(submission=v.key, params=params_text(s["method"]["params"]), valid=v.ok, status=status,
-                           problem=str(v.errors[0]) if v.errors else "", submitter=s["submitter"])
+        own = {"submission": v.key, "params": params_text(s["method"]["params"]), "valid": v.ok, "status": status,
+               "problem": str(v.errors[0]) if v.errors else "", "submitter": s["submitter"]}
+        return [{**row, **own} for row in rows]
 
     @cached_property
     def cells(self) -> pd.DataFrame:
         """One row per submission x seed x source -> target cell."""
-        frames = [self._frames[id(v)] for v in self.entries]
-        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        rows = [row for v in self.entries for row in self._frames[id(v)]]
+        return pd.DataFrame(rows) if rows else pd.DataFrame(
             columns=["submission", "method", "params", "models", "protocol", "category", "seed", "source", "target",
                      "role", *COLUMNS, "misfit", "valid", "status", "problem", "submitter"])
 
@@ -131,9 +136,12 @@ class Board:
 
     def independent(self, protocol: str, models: str) -> bool:
         """Whether the group's runs are independent (its protocol seeds every (seed, source) cell on its own,
-        ProtocolSpec.seeding "per-source"): then a difference is decided over runs, not seeds."""
-        flags = [flag for v in self.in_group(protocol, models) for flag in described(v.pairs, "independent")]
-        return bool(flags) and all(flags)
+        ProtocolSpec.seeding "per-source"): then a difference is decided over runs, not seeds. Found once per
+        group (every row of the group asks)."""
+        if (protocol, models) not in self._independent:
+            flags = [flag for v in self.in_group(protocol, models) for flag in described(v.pairs, "independent")]
+            self._independent[protocol, models] = bool(flags) and all(flags)
+        return self._independent[protocol, models]
 
     def decisions(self, protocol: str, models: str, category: str | None = None, source: str | None = None
                   ) -> dict[str, dict]:

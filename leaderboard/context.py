@@ -14,6 +14,7 @@ from typing import Mapping
 import pandas as pd
 
 from bench.core.protocols import replaced_by
+from bench.submissions.facts import cell_facts
 from leaderboard.board import Board
 
 # Parameters of the strong checkpoints whose name does not say it, counted from their weights (the sum
@@ -142,7 +143,7 @@ def context(board: Board, table: pd.DataFrame) -> list[Context]:
         if not entries:
             continue
         teacher = rows[rows["role"] == "teacher"].iloc[0]
-        sizes = sorted({e.n_pairs for v in entries for c in v.cells for e in c.eval_sets.values()})
+        sizes = sorted({n for v in entries for found in cell_facts(v.cells, "n_pairs") for n in found})
         newest = max(entries, key=lambda v: str(v.submission["created_utc"]))
         code = newest.submission["code_version"]
         commits = [str(c)[:7] for c in code.get("git_commits", []) if c]

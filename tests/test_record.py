@@ -12,6 +12,7 @@ from small_runs import flip_one_student_pair, hostile_root
 
 from bench.cli import main
 from bench.submissions import record
+from bench.submissions.facts import cell_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "submissions" / "mini" / "tiny"
@@ -59,6 +60,17 @@ def test_validation_is_cached_by_the_files_checksums(runs, tmp_path, validated):
     assert validated == []   # the summary alone: the arrays are read only when the cells are
     assert outcome(damaged["mini-test/tiny-test/ceiling"]) == outcome(rebuilt["mini-test/tiny-test/ceiling"])
     assert validated == [root / "mini-test" / "tiny-test" / "ceiling"]
+    # results that are not the summary's: likewise, and the cells' facts (the board's rows) come from the summary
+    assert not entry.exists()   # removed once the arrays were found damaged: the next reader writes it anew
+    record.validate_tree(root, runs.protocols, runs.model_pairs, store)
+    assert json.loads(entry.read_text())["format"] == record.FORMAT
+    record.results_path(entry).write_bytes(b"[]")
+    validated.clear()
+    damaged = {v.key: v for v in record.validate_tree(root, runs.protocols, runs.model_pairs, store)}
+    rows = cell_facts(damaged["mini-test/tiny-test/ceiling"].cells, "rows")
+    assert validated == [] and json.dumps(rows) == json.dumps(cell_facts(rebuilt["mini-test/tiny-test/ceiling"].cells, "rows"))
+    assert outcome(damaged["mini-test/tiny-test/ceiling"]) == outcome(rebuilt["mini-test/tiny-test/ceiling"])
+    assert validated == [root / "mini-test" / "tiny-test" / "ceiling"]
     # another registered protocol spec is another key: everything is validated again
     other = {name: dataclasses.replace(spec, version="9") for name, spec in runs.protocols.items()}
     validated.clear()
@@ -69,19 +81,31 @@ def test_validation_is_cached_by_the_files_checksums(runs, tmp_path, validated):
     assert record.arrays_path(hostile).is_file()
     shutil.rmtree(root / "mini-test" / "tiny-test" / "hostile")
     record.validate_tree(root, runs.protocols, runs.model_pairs, store)
-    assert not hostile.exists() and not record.arrays_path(hostile).exists()
+    assert not hostile.exists() and not record.arrays_path(hostile).exists() and not record.results_path(hostile).exists()
 
 
 def test_an_entry_reads_back_every_per_pair_value(committed_validations, tmp_path):
     """The per-pair arrays (correctness in halves, BoN credits as float64, ids through one table) give back every
-    cell exactly, BoN sets and naive's replicates (controls) included; their number is known before they are read."""
+    cell exactly, BoN sets and naive's replicates (controls) included; their number is known before they are read.
+    The results read back as they were, and the facts kept of them are what the results give."""
+    from bench.core.report import cell_row_dicts
+    from bench.submissions.facts import label_keys, teacher_keys
+
     chosen = [v for v in committed_validations if v.controls] + [committed_validations[0]]
     assert any(c.bon for v in chosen for c in v.pairs) and any(v.controls for v in chosen)
     for v in chosen:
-        summary, arrays = record._to_entry(v, "key")
-        path = tmp_path / "entry.npz"
-        path.write_bytes(arrays)
-        again = record._from_entry(json.loads(json.dumps(summary)), v.folder, path, lambda: pytest.fail("revalidated"))
+        summary, results, arrays = record._to_entry(v, "key", None)
+        entry = tmp_path / "entry.json"
+        record.arrays_path(entry).write_bytes(arrays)
+        record.results_path(entry).write_bytes(results)
+        again = record._from_entry(json.loads(json.dumps(summary)), v.folder, entry, lambda: pytest.fail("revalidated"))
+        assert len(again.cells) == len(v.cells)
+        assert json.dumps(cell_facts(again.cells, "rows")) == json.dumps([cell_row_dicts([c]) for c in v.cells])   # NaN too
+        assert [[(tuple(k), value) for k, value in f] for f in cell_facts(again.cells, "teacher")] == \
+            [teacher_keys(c) for c in v.cells]
+        assert [[(tuple(k), value) for k, value in f] for f in cell_facts(again.cells, "labels")] == \
+            [label_keys(c) for c in v.cells]
+        assert [c.model_dump() for c in again.cells] == [c.model_dump() for c in v.cells]
         assert len(again.pairs) == len(v.pairs) and len(again.controls) == len(v.controls)
         for mine, theirs in ((again.pairs, v.pairs), (again.controls, v.controls)):
             assert [record._cell_meta(c) for c in mine] == [record._cell_meta(c) for c in theirs]
@@ -89,6 +113,22 @@ def test_an_entry_reads_back_every_per_pair_value(committed_validations, tmp_pat
                 for x, y in zip((*a.eval_sets, *a.bon), (*b.eval_sets, *b.bon), strict=True):
                     assert x.pair_ids == y.pair_ids
                     assert x.teacher.tobytes() == y.teacher.tobytes() and x.student.tobytes() == y.student.tobytes()
+
+
+def test_a_cell_too_broken_to_tabulate_has_no_rows_and_its_submission_stays_off_the_board(committed_validations):
+    """A result whose metrics name a target it has no eval set for cannot give the board's rows: its facts say so
+    (rows None) instead of failing the validation that records them, and the board leaves the submission off."""
+    from bench.submissions.facts import facts_of
+    from leaderboard.board import Board
+
+    v = committed_validations[0]
+    cell = v.cells[0]
+    broken = cell.model_copy(update={"metrics": {**cell.metrics, "nowhere": next(iter(cell.metrics.values()))}})
+    facts = facts_of(broken, None)
+    assert facts["rows"] is None and facts["teacher"] == facts_of(cell, None)["teacher"]
+    copy = dataclasses.replace(v, cells=[broken, *v.cells[1:]])
+    board = Board(v.folder, [copy, v])
+    assert len(board.entries) == 1 and board.entries[0] is v
 
 
 def test_the_cache_key_holds_every_module_validation_runs():

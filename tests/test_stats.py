@@ -193,7 +193,7 @@ def test_same_input_same_output_whatever_the_order():
 
 
 def test_a_board_of_many_methods_computes_them_a_step_at_a_time_to_the_same_numbers(monkeypatch):
-    """Past METHODS_PER_STEP methods a board keeps no replicates' accuracies and computes them a step of methods at a
+    """Past METHODS_KEPT methods a board keeps no replicates' accuracies and computes them METHODS_PER_STEP methods at a
     time (a board of a thousand submissions would hold GBs): every interval, comparison and rank is the same."""
     import bench.core.stats as stats
 
@@ -208,6 +208,7 @@ def test_a_board_of_many_methods_computes_them_a_step_at_a_time_to_the_same_numb
                                  *board.ranks(), board.stats("m4", ceiling=None, source="b")]))
     whole = Board(cells, n_boot=300)
     assert whole._acc[True] is not None
+    monkeypatch.setattr(stats, "METHODS_KEPT", 2)
     monkeypatch.setattr(stats, "METHODS_PER_STEP", 2)
     stepped = Board(cells, n_boot=300)
     assert stepped._acc[True] is None and len(stepped._steps()) == 4

@@ -60,6 +60,11 @@ def cell_rows(results: list[CellResult], protocols: Mapping | None = None) -> pd
     """One row per (result, target): the source -> target cells of the protocol; a far target's row holds its
     numbers in FAR_COLUMNS alone (its ``role`` is "far", a near target's "ood"; far targets looked up with
     ``protocols`` besides the registry's, bench.core.protocols.far_targets)."""
+    return pd.DataFrame(cell_row_dicts(results, protocols))
+
+
+def cell_row_dicts(results: list[CellResult], protocols: Mapping | None = None) -> list[dict]:
+    """``cell_rows``'s rows as dicts of plain values (what the validation record keeps of each cell for the board)."""
     from bench.core.protocols import far_targets
 
     rows = []
@@ -83,7 +88,7 @@ def cell_rows(results: list[CellResult], protocols: Mapping | None = None) -> pd
                 **numbers,
                 "misfit": r.misfit.disagreement if r.misfit is not None else math.nan,
             })
-    return pd.DataFrame(rows)
+    return rows
 
 
 def columns_of(cells: pd.DataFrame) -> list[str]:

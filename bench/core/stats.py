@@ -44,11 +44,12 @@ from bench.core.sequential import LEVEL, t_quantile
 BOOTSTRAP_SEED = 20261130
 N_BOOT = 2000
 ACCURACIES = ("teacher_id", "student_id", "teacher_ood", "student_ood")
-# A board of more methods than this computes its replicates' accuracies this many methods at a time, for each scope
-# it is asked about, instead of keeping them all (2 x methods x cells x eval sets x N_BOOT floats: GBs for a
-# thousand submissions). A fixed count, not a memory budget, so that what a board computes never depends on the
-# machine.
-METHODS_PER_STEP = 128
+# A board of more methods than METHODS_KEPT computes its replicates' accuracies METHODS_PER_STEP methods at a time,
+# for each scope it is asked about, instead of keeping them all (2 x methods x cells x eval sets x N_BOOT floats: GBs
+# for a thousand submissions); a step's arrays, and the ranks' comparisons, take memory in proportion to the step.
+# Fixed counts, not a memory budget, so that what a board computes never depends on the machine.
+METHODS_KEPT = 128
+METHODS_PER_STEP = 32
 METRICS = (*ACCURACIES, "wrg", "aog", "nts")
 
 
@@ -287,10 +288,10 @@ class Board:
             if w is None or w.shape[0] != self.resamples.n or w.shape[2] != n or w.shape[1] not in (1, len(self.seeds)):
                 raise ValueError(f"resamples for {d} must have shape (B, 1 or {len(self.seeds)}, {n})")
         self._point = Resamples(np.arange(len(self.seeds))[None, :], {d: np.ones((1, 1, n)) for d, n in self.datasets.items()})
-        # The replicates' accuracies, (2, M, C, E, B, J), are kept while the board has at most METHODS_PER_STEP
+        # The replicates' accuracies, (2, M, C, E, B, J), are kept while the board has at most METHODS_KEPT
         # methods; past that they would take GBs, so each scope computes them a step of methods at a time.
         self._acc = {False: self._accuracies(self._point),
-                     True: self._accuracies(self.resamples) if len(self.methods) <= METHODS_PER_STEP else None}
+                     True: self._accuracies(self.resamples) if len(self.methods) <= METHODS_KEPT else None}
 
     def _steps(self) -> list[range]:
         """The methods, METHODS_PER_STEP at a time: a fixed number, so a method's numbers never depend on memory."""

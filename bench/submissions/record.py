@@ -14,14 +14,16 @@ outcome is a pure function of
 - the limits of ``bench.submissions.limits`` (a test may lower one),
 
 so one entry per submission folder stores that key beside the outcome, and is used only when the key
-is the same. An entry is two files, neither of them pickle (a record file is read, never run), each written
-atomically: ``<entry>.json``, the summary (problems, submission.json, every cell's result, and what each
-per-pair cell is), written last, and ``<entry>.npz``, the per-pair correctness and best-of-N credits as
-arrays (``_pack``), which the summary names by sha256. A reader gets the summary at once and the arrays
-only when it first reads ``Validation.pairs`` or ``.controls`` (``LazyCells``): the board's first page and
-``bench validate`` need the summary only. An entry that cannot be read or does not hold what a Validation
-needs is ignored and written again; arrays that do not match their summary are replaced by validating the
-folder again. A
+is the same. An entry is three files, none of them pickle (a record file is read, never run), each written
+atomically: ``<entry>.json``, the summary (problems, submission.json, what the board and the checks across
+submissions read of each cell, bench.submissions.facts, and what each per-pair cell is), written last; ``<entry>.results``,
+every cell's result (CellResult) as JSON; and ``<entry>.npz``, the per-pair correctness and best-of-N credits as
+arrays (``_pack``). The summary names the other two by sha256. A reader gets the summary at once, the results
+only when it first reads ``Validation.cells`` (``LazyResults``) and the arrays when it first reads
+``Validation.pairs`` or ``.controls`` (``LazyCells``): the board's first page and ``bench validate`` need the
+summary only. An entry that cannot be read or does not hold what a Validation needs is ignored and written
+again; results or arrays that do not match their summary are replaced by validating the folder again, and the
+entry is removed, so that the next reader writes it anew. A
 folder with a link or a special file is not recorded: validation refuses it anyway, and its files
 cannot be hashed without following the link. Beside each entry, ``<entry>.path`` names its folder, so
 the entries of folders that are gone (a test's temporary submissions) are removed, not kept forever.
@@ -45,13 +47,16 @@ import numpy as np
 
 import bench.submissions.limits as limits
 from bench.core.cells import Cell, EvalSet
+from bench.core.errors import BenchError
 from bench.core.io import atomic_write_bytes, sha256_file
 from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
+from bench.submissions.facts import FACTS, LazyResults, facts_of
 from bench.submissions.limits import Problem, Validation
 
-FORMAT = 5   # the layout of an entry; bump it when what is stored changes (3: the cells' BoN credits, 4: controls,
-             # 5: the per-pair values in an array file beside the summary)
+FORMAT = 6   # the layout of an entry; bump it when what is stored changes (3: the cells' BoN credits, 4: controls,
+             # 5: the per-pair values in an array file beside the summary, 6: the results in a file of their own,
+             # the summary holding each cell's facts)
 # What a submission's validation outcome depends on besides its files: the check itself, the
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
@@ -62,7 +67,7 @@ VALIDATION_CODE = ("bench.submissions.check", "bench.submissions.cell_checks", "
                    "bench.core.result_schema", "bench.core.metrics", "bench.core.report", "bench.core.stats",
                    "bench.core.cells", "bench.core.runs", "bench.core.sequential", "bench.core.specs",
                    "bench.core.errors", "bench.core.protocols", "bench.core.io", "bench.core.store", "bench.core.columns",
-                   "bench.submissions.record")
+                   "bench.submissions.facts", "bench.submissions.record")
 
 
 def default_dir() -> Path:
@@ -106,14 +111,17 @@ def files_key(folder: Path) -> str | None:
 
 
 # --- an outcome as a JSON summary and its arrays, and back -------------------------------------------------------
-def _to_entry(v: Validation, key: str) -> tuple[dict, bytes]:
-    """The summary (JSON) and the per-pair arrays (npz bytes) of ``v``; the summary holds the arrays' sha256."""
+def _to_entry(v: Validation, key: str, protocols: Mapping[str, ProtocolSpec] | None) -> tuple[dict, bytes, bytes]:
+    """The summary (JSON), the results (JSON bytes) and the per-pair arrays (npz bytes) of ``v``, validated with
+    ``protocols``; the summary holds the sha256 of the other two."""
     arrays = _pack([*v.pairs, *v.controls])
+    results = json.dumps([c.model_dump(mode="json") for c in v.cells], separators=(",", ":")).encode()
     return {"format": FORMAT, "key": key, "folder": str(v.folder),
             "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
-            "submission": v.submission, "cells": [c.model_dump(mode="json") for c in v.cells],
+            "submission": v.submission, "results": hashlib.sha256(results).hexdigest(),
+            "facts": [facts_of(c, protocols) for c in v.cells],
             "pairs": [_cell_meta(c) for c in v.pairs], "controls": [_cell_meta(c) for c in v.controls],
-            "arrays": hashlib.sha256(arrays).hexdigest()}, arrays
+            "arrays": hashlib.sha256(arrays).hexdigest()}, results, arrays
 
 
 def _cell_meta(c: Cell) -> dict:
@@ -213,34 +221,72 @@ class LazyCells(Sequence):
         return iter(self._got())
 
 
-def _from_entry(data: dict, folder: Path, arrays_path: Path,
-                again: Callable[[], Validation]) -> Validation:
-    """A Validation from a summary; its per-pair cells are read from ``arrays_path`` when first used, and
-    validated ``again`` (a full validation of the folder) if those arrays are missing or are not the summary's."""
+def _lazy_results(data: dict, entry: Path, full: Callable[[], Validation]) -> LazyResults:
+    """The results of the entry whose summary is ``data``, read from ``entry``'s results file on first use, and from a
+    validation of the folder (``full()``) where that file is missing or not the summary's."""
     from bench.core.result_schema import CellResult
 
+    def load() -> list:
+        try:
+            raw = results_path(entry).read_bytes()
+            if hashlib.sha256(raw).hexdigest() != data["results"]:
+                raise ValueError("the results are not the summary's")
+            found = [CellResult.model_validate(c) for c in json.loads(raw)]
+            if len(found) != len(data["facts"]):
+                raise ValueError("not the summary's number of results")
+            return found
+        except (OSError, ValueError, KeyError, TypeError):
+            found = list(full().cells)
+        if len(found) != len(data["facts"]):   # the folder changed since its entry was read
+            raise BenchError(f"{entry}: the submission it records changed while it was read ({len(found)} cells, "
+                             f"the record says {len(data['facts'])}). Fix: run the command again")
+        return found
+
+    return LazyResults(data["facts"], load)
+
+
+def _from_entry(data: dict, folder: Path, entry: Path, again: Callable[[], Validation]) -> Validation:
+    """A Validation from the summary of ``entry``; its results and per-pair cells are read from the entry's other
+    files when first used, and validated ``again`` (a full validation of the folder, once) if those are missing or
+    are not the summary's."""
     metas = (data["pairs"], data["controls"])
     if not all(isinstance(m, dict) and isinstance(m["eval_sets"], list) and isinstance(m["bon"], list)
                for m in (*metas[0], *metas[1])):
         raise ValueError("per-pair cells not described")
+    facts = data["facts"]
+    if not (isinstance(facts, list) and all(isinstance(f, dict) and set(f) == set(FACTS) and
+                                            all(isinstance(x, list) or (x is None and name == "rows")
+                                                for name, x in f.items()) for f in facts)):
+        raise ValueError("cells' facts not described")
+    fresh: list[Validation] = []
+
+    def full() -> Validation:   # one validation of the folder, whichever file was missing
+        if not fresh:
+            fresh.append(again())
+            try:
+                entry.unlink(missing_ok=True)   # so that the next reader validates once and writes the entry anew
+            except OSError:
+                pass
+        return fresh[0]
+
     loaded: list[tuple[list[Cell], list[Cell]]] = []
 
     def load() -> tuple[list[Cell], list[Cell]]:
         if not loaded:
             try:
-                raw = arrays_path.read_bytes()
+                raw = arrays_path(entry).read_bytes()
                 if hashlib.sha256(raw).hexdigest() != data["arrays"]:
                     raise ValueError("the per-pair arrays are not the summary's")
                 cells = _unpack(raw, [*metas[0], *metas[1]])
                 loaded.append((cells[:len(metas[0])], cells[len(metas[0]):]))
             except (OSError, ValueError, KeyError, TypeError, IndexError):
-                fresh = again()   # a damaged or missing array file costs a validation, never a result
-                loaded.append((list(fresh.pairs), list(fresh.controls)))
+                whole = full()   # a damaged or missing array file costs a validation, never a result
+                loaded.append((list(whole.pairs), list(whole.controls)))
         return loaded[0]
 
     return Validation(folder, errors=[Problem(**p) for p in data["errors"]],
                       warnings=[Problem(**p) for p in data["warnings"]], submission=data["submission"],
-                      cells=[CellResult.model_validate(c) for c in data["cells"]],
+                      cells=_lazy_results(data, entry, full),
                       pairs=LazyCells(metas[0], load, 0), controls=LazyCells(metas[1], load, 1))
 
 
@@ -259,6 +305,11 @@ def arrays_path(entry: Path) -> Path:
     return entry.with_suffix(".npz")
 
 
+def results_path(entry: Path) -> Path:
+    """The results of the entry whose summary is ``entry``."""
+    return entry.with_suffix(".results")
+
+
 def prune(cache_dir: Path) -> None:
     """Remove the entries whose submission folder no longer exists."""
     for path_file in Path(cache_dir).glob("*.json.path"):
@@ -266,6 +317,7 @@ def prune(cache_dir: Path) -> None:
             if not Path(path_file.read_text(encoding="utf-8")).is_dir():
                 path_file.with_suffix("").unlink(missing_ok=True)
                 arrays_path(path_file.with_suffix("")).unlink(missing_ok=True)
+                results_path(path_file.with_suffix("")).unlink(missing_ok=True)
                 path_file.unlink(missing_ok=True)
         except OSError:
             pass   # another process pruned it first, or the cache is read-only: nothing to do
@@ -288,8 +340,7 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
         try:
             data = json.loads(entry.read_bytes())
             if data.get("format") == FORMAT and data.get("key") == key:
-                found = _from_entry(data, folder, arrays_path(entry),
-                                    lambda: validate_submission(folder, protocols, model_pairs))
+                found = _from_entry(data, folder, entry, lambda: validate_submission(folder, protocols, model_pairs))
                 found.digest = key
                 return found, True
         except FileNotFoundError:
@@ -300,10 +351,14 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
     if files_key(folder) == files:   # unchanged while it was read: the outcome belongs to this key
         found.digest = key
         try:
-            summary, arrays = _to_entry(found, key)
+            summary, results, arrays = _to_entry(found, key, protocols)
             atomic_write_bytes(entry.with_name(entry.name + ".path"), str(folder.resolve()).encode())
+            atomic_write_bytes(results_path(entry), results)
             atomic_write_bytes(arrays_path(entry), arrays)
-            atomic_write_bytes(entry, json.dumps(summary, separators=(",", ":")).encode())   # last: it names the arrays
+            atomic_write_bytes(entry, json.dumps(summary, separators=(",", ":")).encode())   # last: it names the others
+            # the results from the record from now on, as a reused outcome's: a board of many submissions does not
+            # hold them all (it reads the facts alone); the per-pair cells stay, as its decisions read them all
+            found.cells = _lazy_results(summary, entry, lambda: validate_submission(folder, protocols, model_pairs))
         except OSError:
             pass   # a record that cannot be written costs time, never a result
     return found, False

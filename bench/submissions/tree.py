@@ -13,6 +13,7 @@ from typing import Callable, Mapping
 from bench.core.results import BASELINE
 from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
+from bench.submissions.facts import cell_facts
 from bench.submissions.limits import REFERENCES, SUBMISSION_FILE, Validation
 
 
@@ -31,28 +32,25 @@ def find_submissions(root: Path) -> list[Path]:
     return sorted(found)
 
 
-def _disagreements(validations: list[Validation], value_of) -> list[tuple[tuple, dict[str, set[str]]]]:
-    """(key, value -> submission keys) for every key on which submissions record more than one value;
-    ``value_of(cell)`` yields a cell's (key, value) pairs."""
+def _disagreements(validations: list[Validation], facts: str) -> list[tuple[tuple, dict[str, set[str]]]]:
+    """(key, value -> submission keys) for every key on which submissions record more than one value; a cell's
+    (key, value) pairs are its ``facts`` ("teacher": ``teacher_keys``, "labels": ``label_keys``), which the
+    validation record keeps (bench.submissions.facts)."""
     seen: dict[tuple, dict] = defaultdict(lambda: defaultdict(set))
     for v in validations:
-        for cell in v.cells:
-            for key, value in value_of(cell):
-                seen[key][value].add(v.key)
+        for pairs in cell_facts(v.cells, facts):
+            for key, value in pairs:
+                seen[tuple(key)][value].add(v.key)
     return [(key, by_value) for key, by_value in seen.items() if len(by_value) > 1]
 
 
 def teacher_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]:
     """Cells where submissions of one protocol x model pair disagree on the teacher (it is trained
     before any method runs, so it must be the same for all of them): (what differs, which submissions)."""
-    def accuracies(cell):
-        for name, acc in cell.eval_sets.items():
-            yield (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, name), round(acc.teacher_acc, 9)
-
     return [(f"{models} seed {seed} {source} -> {name}: teacher accuracy "
              + "; ".join(f"{value} in {', '.join(sorted(keys))}" for value, keys in by_value.items()),
              set().union(*by_value.values()))
-            for (_, models, seed, source, name), by_value in _disagreements(validations, accuracies)]
+            for (_, models, seed, source, name), by_value in _disagreements(validations, "teacher")]
 
 
 def label_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]:
@@ -61,15 +59,10 @@ def label_conflicts(validations: list[Validation]) -> list[tuple[str, set[str]]]
     can be checked against the harness's students of that teacher. (What differs, which submissions.)
     A warning, as teacher conflicts are: another CPU can give another float with the same key. Cells
     whose labels a label-side method made are compared with the cells of the same label stage only."""
-    def digests(cell):
-        if cell.labels is not None and cell.labels.kind == "teacher" and cell.teacher.get("cache_key"):
-            yield (cell.protocol.hash, cell.models["name"], cell.seed, cell.source, cell.teacher["cache_key"],
-                   cell.labels.stage), cell.labels.digest
-
     return [(f"{models} seed {seed} {source}, teacher {teacher}: label digests "
              + "; ".join(f"{digest[:12]} in {', '.join(sorted(keys))}" for digest, keys in by_digest.items()),
              set().union(*by_digest.values()))
-            for (_, models, seed, source, teacher, _), by_digest in _disagreements(validations, digests)]
+            for (_, models, seed, source, teacher, _), by_digest in _disagreements(validations, "labels")]
 
 
 def check_teachers(validations: list[Validation], beside: list[Validation] = (),
