@@ -62,8 +62,9 @@ APP_HEAD = """<style>
   #group label { flex: none; }
   #intro h1 { font-size: 1.35rem; margin: 0; }
   .gradio-container .main .column { gap: 8px !important; }
-  #columns-box { order: 10; }   /* below the table: the table first */
+  #group [data-testid="block-info"] { display: none; }   /* "group (submissions)": the buttons say it */
 }
+#columns-box { order: 10; }   /* below the table: ranked rows on the first screen */
 </style>"""
 
 

@@ -58,7 +58,8 @@ RANK_BY = {"nts": "NTS", "bon-nts": "BoN NTS"}
 BON = {"bon_nts": "BoN NTS", "bon_gain_id": "BoN gain ID", "bon_gain_ood": "BoN gain OOD"}   # summary key -> column
 SEARCHED = ["method", "params", "submitter", "submission"]   # what the search box matches (ranking.js too)
 NAMED_UNDECIDED = 3   # a verdict names its undecided methods up to this many, else counts them
-DECIDING = [decision_column(False), decision_column(True)]   # the interval that decides: over seeds, or over runs
+DECIDING = [decision_column(False), decision_column(True)]
+DELTA_COLUMNS = ("Δ NTS vs naive", "Δ decides low", "Δ decides high")   # a decided row's Δ and its deciding interval   # the interval that decides: over seeds, or over runs
 
 
 def pgr(gain: float, ceiling: pd.Series | None, ceiling_ci: tuple[float, float] | None, metric: str
@@ -261,6 +262,7 @@ class Verdict:
     seeds_min: int = 0    # the fewest seeds a ranked row holds (the protocol's)
     family: tuple[str, ...] = ()   # of the decided ones, those decided family-wise too (Holm over the group's comparisons)
     comparisons: int = 0           # how many comparisons against naive that family holds (the ceiling's too)
+    deltas: tuple[tuple[str, float, float, float], ...] = ()   # of the decided ones: (name, Δ NTS, the deciding interval)
 
     def head(self) -> str:
         """Which methods are decidedly better or worse than naive, and which are not."""
@@ -275,6 +277,23 @@ class Verdict:
         refs = f" ({'; '.join(self.references)}: a reference row, not counted)" if self.references else ""
         return (f"Decidedly better than naive: {', '.join(self.better) or 'none'}; decidedly worse: "
                 f"{', '.join(self.worse) or 'none'}; {rest}{refs}")
+
+    def compact(self) -> str:
+        """The verdict's first line on the board: the decided methods with their Δ NTS vs naive and the interval that
+        decides it, the undecided ones counted; the rule and what it holds for (``rule``) are behind a "why"."""
+        if self.note:
+            return self.note
+        shown = {name: f"{name} {fmt(d, signed=True)} {interval_text(low, high)}" for name, d, low, high in self.deltas}
+        better, worse = (", ".join(shown.get(n, n) for n in names) or "none" for names in (self.better, self.worse))
+        n = len(self.undecided)
+        refs = f"; {'; '.join(self.references)} (a reference row)" if self.references else ""
+        held = f"; family-wise: {self._held()}" if self.comparisons and (self.better or self.worse) else ""
+        return (f"decidedly better than naive (Δ NTS, the interval that decides it): {better}; decidedly worse: {worse}; "
+                f"{n} undecided{refs}{held}")
+
+    def _held(self) -> str:
+        held = [name for name in (*self.better, *self.worse) if name in self.family]
+        return f"{', '.join(held)} {'holds' if len(held) == 1 else 'hold'}" if held else "none holds"
 
     def family_wise(self) -> str:
         """Which of the decided ones hold family-wise (over the group's comparisons against naive, by Holm), as the
@@ -367,4 +386,7 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
                    over=int(rows["seeds"].min()) if grown else 0, seeds_min=int(held.min()),
                    family=tuple(n for n, f in zip(rows["name"], rows.get("family-wise", [""] * len(rows)))
                                 if f in ("better", "worse")),
-                   comparisons=int(counted["family"].max()) if "family" in counted and len(counted) else 0)
+                   comparisons=int(counted["family"].max()) if "family" in counted and len(counted) else 0,
+                   deltas=tuple((n, float(d), float(low), float(high)) for n, d, low, high, side in zip(
+                       rows["name"], rows["Δ NTS vs naive"], rows["Δ decides low"], rows["Δ decides high"],
+                       rows["decided"]) if side in ("better", "worse")) if set(DELTA_COLUMNS) <= set(rows) else ())

@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 from small_runs import HOSTILE, hostile_root, zip_folder
 
-from bench.core.report import TEACHER
+from bench.core.compare import interval_text
+from bench.core.report import TEACHER, fmt
 from leaderboard import core, figures, uploads
 
 REFERENCE = Path(__file__).resolve().parents[1] / "submissions"
@@ -536,6 +537,14 @@ def test_the_verdict_reads_the_harness_rule(reference):
                             f"corrected across rows: if none of these {len(ranked) - 1} differed from naive, on average "
                             "up to 1.2 would still come out decided by chance; the family-wise column is corrected (Holm), so "
                             "any false decision among them has at most a 5% chance.")
+    # the board's first line: each decided one with its Δ and the interval that decides it, the rule behind a "why"
+    length = ranked[ranked["method"] == "length"].iloc[0]
+    assert ("length", length["Δ NTS vs naive"], length["Δ decides low"], length["Δ decides high"]) in found.deltas
+    assert [name for name, *_ in found.deltas] == found.worse
+    assert found.compact() == ("decidedly better than naive (Δ NTS, the interval that decides it): none; decidedly "
+                               "worse: " + ", ".join(f"{name} {fmt(d, signed=True)} {interval_text(low, high)}"
+                                                     for name, d, low, high in found.deltas)
+                               + f"; {len(found.undecided)} undecided; family-wise: length holds")
     travel = core.verdict(reference, mini_tiny(reference, source="travel"))   # the filters scope it, as they do Δ
     assert travel.worse != found.worse or travel.undecided != found.undecided
 
@@ -593,7 +602,7 @@ def test_the_board_says_what_was_run(reference):
     html = render.data_html(line)
     assert "synthetic data only." in html and "protocols <code>w2s-real-v1</code> and <code>w2s-shift-v1</code> have no submissions yet" in html
     assert "comes from <code>mini-v2</code>, <code>mini</code><span class=\"sb-more\"> (archived)</span>" in html
-    assert "<b>Compare rows within one group</b> (protocol × model pair)" in html   # mini and mini-v2 differ
+    assert '<b>Compare rows within one group</b><span class="sb-more"> (protocol × model pair)' in html   # mini and mini-v2 differ
     assert "bench run --protocol w2s-shift-v1 --models PAIR --method NAME --seeds 0 1 2" in html
     assert html.count("How to make one") == 1   # one sentence and one how-to, whatever the number of such protocols
     # the board opens on the group of a current protocol with the most submissions; mini, archived, comes after

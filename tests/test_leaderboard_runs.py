@@ -136,8 +136,9 @@ def test_the_verdict_definitions_and_cards_name_the_rule_over_runs(board, seq_ru
         assert len(names) == (ranked["decided"] == side).sum()
     assert len(found.better + found.worse + found.undecided) == 2   # the two anchors; naive is no contender
     html = render.verdict_html("g", found)
-    assert (f'.<span class="sb-more"> Δ NTS vs naive is {RUNS_RULE}. Each row' + "'s decided column is its own 95% "
-            "decision") in str(html).replace("&#39;", "'")
+    assert ('<span class="sb-rule">' + found.family_wise() + f'Δ NTS vs naive is {RUNS_RULE}. Each row' +
+            "'s decided column is its own 95% decision") in str(html).replace("&#39;", "'")
+    assert f'<span class="sb-verdict-head">{found.compact()}</span>' in str(html).replace("&#39;", "'")
     view = core.shown(table, board=board)
     assert view.rules == [("Δ 95% (runs)", RUNS_RULE)]
     page = str(render.ranking_html(view)).replace("&#39;", "'")
