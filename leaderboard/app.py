@@ -62,9 +62,9 @@ APP_HEAD = """<style>
   #group label { flex: none; }
   #intro h1 { font-size: 1.35rem; margin: 0; }
   .gradio-container .main .column { gap: 8px !important; }
-  #group [data-testid="block-info"] { display: none; }   /* "group (submissions)": the buttons say it */
 }
 #columns-box { order: 10; }   /* below the table: ranked rows on the first screen */
+#group [data-testid="block-info"] { display: none; }   /* "group (submissions)": its buttons say it ("mini · tiny (26)") */
 </style>"""
 
 
