@@ -497,6 +497,15 @@ MODEL_PAIRS.register("mpnet-lr1.5e-4", dataclasses.replace(
 ))
 
 
+# mpnet with its student at 1e-4, between 5e-5 (barely trained on hh-helpful) and 1.5e-4 (stuck at chance there).
+MODEL_PAIRS.register("mpnet-lr1e-4", dataclasses.replace(
+    MODEL_PAIRS.get("mpnet"), name="mpnet-lr1e-4",
+    description="The mpnet pair with its student (all-mpnet-base-v2) trained at a learning rate of 1e-4 instead "
+                "of 5e-5.",
+    student_train=dataclasses.replace(MODEL_PAIRS.get("mpnet").student_train, learning_rate=1e-4),
+))
+
+
 CLI_PAIR_KEYS = ("weak", "strong", "arch", "base", "name")
 
 
