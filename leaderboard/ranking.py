@@ -58,8 +58,8 @@ RANK_BY = {"nts": "NTS", "bon-nts": "BoN NTS"}
 BON = {"bon_nts": "BoN NTS", "bon_gain_id": "BoN gain ID", "bon_gain_ood": "BoN gain OOD"}   # summary key -> column
 SEARCHED = ["method", "params", "submitter", "submission"]   # what the search box matches (ranking.js too)
 NAMED_UNDECIDED = 3   # a verdict names its undecided methods up to this many, else counts them
-DECIDING = [decision_column(False), decision_column(True)]
-DELTA_COLUMNS = ("Δ NTS vs naive", "Δ decides low", "Δ decides high")   # a decided row's Δ and its deciding interval   # the interval that decides: over seeds, or over runs
+DECIDING = [decision_column(False), decision_column(True)]   # the interval that decides: over seeds, or over runs
+DELTA_COLUMNS = ("Δ NTS vs naive", "Δ decides low", "Δ decides high")   # a decided row's Δ and its deciding interval
 
 
 def pgr(gain: float, ceiling: pd.Series | None, ceiling_ci: tuple[float, float] | None, metric: str
@@ -287,22 +287,25 @@ class Verdict:
         better, worse = (", ".join(shown.get(n, n) for n in names) or "none" for names in (self.better, self.worse))
         n = len(self.undecided)
         refs = f"; {'; '.join(self.references)} (a reference row)" if self.references else ""
-        held = f"; family-wise: {self._held()}" if self.comparisons and (self.better or self.worse) else ""
+        held = ""
+        if self.comparisons and (self.better or self.worse):
+            kept = self._family_split()[0]
+            held = f"; family-wise: {', '.join(kept)} {'holds' if len(kept) == 1 else 'hold'}" if kept else \
+                "; family-wise: none holds"
         return (f"decidedly better than naive (Δ NTS, the interval that decides it): {better}; decidedly worse: {worse}; "
                 f"{n} undecided{refs}{held}")
 
-    def _held(self) -> str:
-        held = [name for name in (*self.better, *self.worse) if name in self.family]
-        return f"{', '.join(held)} {'holds' if len(held) == 1 else 'hold'}" if held else "none holds"
+    def _family_split(self) -> tuple[list[str], list[str]]:
+        """The decided ones that hold family-wise (Holm), and those that do not."""
+        decided = [*self.better, *self.worse]
+        return [name for name in decided if name in self.family], [name for name in decided if name not in self.family]
 
     def family_wise(self) -> str:
         """Which of the decided ones hold family-wise (over the group's comparisons against naive, by Holm), as the
         rule's first sentence; none where nothing is decided."""
         if not self.comparisons or not (self.better or self.worse):
             return ""
-        decided = [*self.better, *self.worse]
-        held = [name for name in decided if name in self.family]
-        lost = [name for name in decided if name not in self.family]
+        held, lost = self._family_split()
         return (f"Family-wise (Holm over the group's {self.comparisons} comparisons against naive, the ceiling's too: "
                 f"at most a 5% chance of any false decision among them): "
                 + (f"{', '.join(held)} {'holds' if len(held) == 1 else 'hold'}" if held else "none of them holds")
