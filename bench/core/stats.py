@@ -36,6 +36,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
+import threadpoolctl
 
 from bench.core.cells import Cell
 from bench.core.runs import RunsDelta, runs_delta, whole_seeds
@@ -113,8 +114,6 @@ def one_blas_thread() -> None:
     faster, and OpenBLAS keeps it spinning between calls, which burns about as much CPU again as the work
     (docs/performance.md). Called by whatever reads results (a Board, the validation of a tree); one thread
     also makes float64 products independent of the machine's core count."""
-    import threadpoolctl
-
     threadpoolctl.threadpool_limits(1, user_api="blas")
 
 
