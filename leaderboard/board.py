@@ -80,15 +80,15 @@ class Board:
     record_dir: Path | None = field(default=None, repr=False)
 
     @cached_property
-    def _frames(self) -> dict[int, list[dict]]:
+    def _row_lists(self) -> dict[int, list[dict]]:
         """Each tabulable submission's rows (``_rows``), by ``id`` of its Validation: found once, for ``entries``
         and ``cells`` both."""
-        frames = {id(v): self._rows(v) for v in self.validations if v.submission is not None and v.cells}
-        return {k: f for k, f in frames.items() if f is not None}
+        found = {id(v): self._rows(v) for v in self.validations if v.submission is not None and v.cells}
+        return {k: rows for k, rows in found.items() if rows is not None}
 
     @cached_property
     def entries(self) -> list[Validation]:
-        return [v for v in self.validations if id(v) in self._frames]
+        return [v for v in self.validations if id(v) in self._row_lists]
 
     @cached_property
     def unreadable(self) -> list[Validation]:
@@ -115,7 +115,7 @@ class Board:
     @cached_property
     def cells(self) -> pd.DataFrame:
         """One row per submission x seed x source -> target cell."""
-        rows = [row for v in self.entries for row in self._frames[id(v)]]
+        rows = [row for v in self.entries for row in self._row_lists[id(v)]]
         return pd.DataFrame(rows) if rows else pd.DataFrame(
             columns=["submission", "method", "params", "models", "protocol", "category", "seed", "source", "target",
                      "role", *COLUMNS, "misfit", "valid", "status", "problem", "submitter"])

@@ -50,31 +50,37 @@ def cell_facts(cells: Sequence, name: str, protocols: Mapping[str, ProtocolSpec]
     (``LazyResults``), from the summary, as it was found with the protocols the submission was validated with,
     and without reading a result; else found now, with ``protocols``."""
     if isinstance(cells, LazyResults):
-        return cells.facts(name)
+        return cells.described(name)
     fact = FACTS[name]
     return [fact(c, protocols) for c in cells]
 
 
-class LazyResults(Sequence):
-    """A Validation's ``cells`` (CellResult) as the record holds them: their number and facts at once (from the
-    summary), the results on first use (``load()``)."""
+class Lazy(Sequence):
+    """A sequence as the validation record holds it: its number, and what it says of each item (``described``),
+    at once, from the summary; the items themselves on first use (``load()``)."""
 
-    def __init__(self, facts: list[dict], load: Callable[[], list]):
-        self._facts, self._load, self._cells = facts, load, None
+    def __init__(self, about: list[dict], load: Callable[[], list]):
+        self._about, self._load, self._items = about, load, None
 
     def _got(self) -> list:
-        if self._cells is None:
-            self._cells = self._load()
-        return self._cells
+        if self._items is None:
+            self._items = self._load()
+        return self._items
 
     def __len__(self) -> int:
-        return len(self._facts)
+        return len(self._about)
 
-    def facts(self, name: str) -> list:
-        return [f[name] for f in self._facts]
+    def described(self, name: str) -> list:
+        """Each item's ``name`` from the summary: no item is read."""
+        return [a[name] for a in self._about]
 
     def __getitem__(self, i):
         return self._got()[i]
 
     def __iter__(self):
         return iter(self._got())
+
+
+class LazyResults(Lazy):
+    """A Validation's ``cells`` (CellResult) as the record holds them: their facts (``FACTS``) described, the
+    results on first use."""

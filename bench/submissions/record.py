@@ -51,7 +51,7 @@ from bench.core.errors import BenchError
 from bench.core.io import atomic_write_bytes, sha256_file
 from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
-from bench.submissions.facts import FACTS, LazyResults, facts_of
+from bench.submissions.facts import FACTS, Lazy, LazyResults, facts_of
 from bench.submissions.limits import Problem, Validation
 
 FORMAT = 6   # the layout of an entry; bump it when what is stored changes (3: the cells' BoN credits, 4: controls,
@@ -194,31 +194,13 @@ def _unpack(data: bytes, metas: list[dict]) -> list[Cell]:
     return out
 
 
-class LazyCells(Sequence):
-    """A Validation's ``pairs`` or ``controls`` as the record holds them: their number at once (from the summary),
-    the cells on first use (from the entry's arrays; ``load()`` gives both lists of the entry)."""
+class LazyCells(Lazy):
+    """A Validation's ``pairs`` or ``controls`` as the record holds them: each cell's method, name, seed, source,
+    category and independence described (``_cell_meta``), the cells on first use (from the entry's arrays;
+    ``load()`` gives both lists of the entry)."""
 
     def __init__(self, metas: list[dict], load: Callable[[], tuple[list[Cell], list[Cell]]], which: int):
-        self._metas, self._count, self._load, self._which, self._cells = metas, len(metas), load, which, None
-
-    def _got(self) -> list[Cell]:
-        if self._cells is None:
-            self._cells = self._load()[self._which]
-        return self._cells
-
-    def __len__(self) -> int:
-        return self._count
-
-    def described(self, name: str) -> list:
-        """Each cell's ``name`` (method, name, seed, source, category or independent), from the summary: no per-pair
-        value is read."""
-        return [m[name] for m in self._metas]
-
-    def __getitem__(self, i):
-        return self._got()[i]
-
-    def __iter__(self):
-        return iter(self._got())
+        super().__init__(metas, lambda: load()[which])
 
 
 def _lazy_results(data: dict, entry: Path, full: Callable[[], Validation]) -> LazyResults:
