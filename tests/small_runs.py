@@ -150,3 +150,59 @@ def as_folders(root: Path) -> Path:
     for cells in sorted(Path(root).rglob(CELLS)):
         unpack(cells.parent, cells.parent)   # in place: the tables removed once every cell is written
     return root
+
+
+def forge_candidates(folder: Path, edit) -> None:
+    """``edit(rows)`` on every cell's candidate rows (dicts of text, as the file has them), then the cell's BoN
+    numbers, the submission's summary and its intervals recomputed, and every checksum resealed."""
+    from bench.core.cells import load_cells
+    from bench.core.io import csv_gz_bytes, read_csv_gz, sha256_file
+    from bench.core.metrics import bon_cell_metrics
+    from bench.core.result_schema import CANDIDATE_COLUMNS, CANDIDATES_FILE, RESULT_FILE, read_result
+    from bench.core.results import bon_from_candidates, candidate_sets_from_rows
+    from bench.submissions.limits import SUBMISSION_FILE, cell_folder
+    from bench.submissions.schema import submission_intervals, submission_summary
+
+    meta = json.loads((folder / SUBMISSION_FILE).read_text())
+    results, cells = [], []
+    for ref in meta["cells"]:
+        cell = folder / cell_folder(ref["seed"], ref["source"])
+        rows = edit(read_csv_gz(cell / CANDIDATES_FILE))
+        (cell / CANDIDATES_FILE).write_bytes(csv_gz_bytes(CANDIDATE_COLUMNS, [[r[c] for c in CANDIDATE_COLUMNS]
+                                                                            for r in rows]))
+        result = json.loads((cell / RESULT_FILE).read_text())
+        bon = bon_from_candidates(candidate_sets_from_rows(rows))
+        for name, e in result["eval_sets"].items():
+            e.update(teacher_bon=bon[name]["teacher"], student_bon=bon[name]["student"])
+        for target, values in bon_cell_metrics(bon, result["source"]).items():
+            result["metrics"][target].update(values)
+        result["candidates_file"]["sha256"] = ref["candidates_sha256"] = sha256_file(cell / CANDIDATES_FILE)
+        (cell / RESULT_FILE).write_text(json.dumps(result))
+        ref["result_sha256"] = sha256_file(cell / RESULT_FILE)
+        results.append(read_result(result))
+        cells.append(cell)
+    meta["summary"], meta["intervals"] = submission_summary(results), submission_intervals(load_cells(cells))
+    (folder / SUBMISSION_FILE).write_text(json.dumps(meta))
+
+
+def raise_wrong_candidates(rows: list[dict]) -> list[dict]:
+    """A candidate edit: the teacher's score of every candidate that is not a pair's (2, 3, ...) and not gold-best
+    raised to 50, so that the teacher picks a wrong one in every set (round four's forged best-of-N)."""
+    for row in rows:
+        if row["candidate"] not in ("0", "1") and float(row["grade"]) < 1:
+            row["teacher"] = "50.0"
+    return rows
+
+
+def regrade_one_set(rows: list[dict]) -> list[dict]:
+    """A candidate edit: in the first set the student gets wrong, its pick made gold-best (grade 1, the others 0)."""
+    by_set: dict = {}
+    for row in rows:
+        by_set.setdefault((row["eval_set"], row["set_id"]), []).append(row)
+    for own in by_set.values():
+        pick = max(own, key=lambda row: float(row["student"]))
+        if float(pick["grade"]) < 1:
+            for row in own:
+                row["grade"] = "1.0" if row is pick else "0.0"
+            break
+    return rows

@@ -360,6 +360,33 @@ def test_validate_refuses_a_candidate_that_is_not_its_pairs_response_naming_the_
         f"score in {CANDIDATES_FILE} is" in errors(v)
 
 
+def test_a_forged_teacher_candidate_is_refused_beside_naive_and_a_forged_grade_by_the_protocol(bon, tmp_path):
+    """With no committed reference (mini-bon-test), the naive submission beside a forged one is its reference teacher,
+    credits in the candidate sets included; the protocol's sets are generated again, grades included."""
+    from small_runs import forge_candidates, raise_wrong_candidates, regrade_one_set
+
+    from bench.submissions.tree import validate_tree
+
+    root = Path(shutil.copytree(bon["submissions"], tmp_path / "root"))
+    ceiling = next(p.parent for p in root.rglob(SUBMISSION_FILE) if p.parent.name == "ceiling")
+    forge_candidates(ceiling, raise_wrong_candidates)
+    assert check(bon, ceiling).ok   # alone, with no reference teacher: its teacher's picks cannot be checked ...
+    by_key = {v.key: v for v in validate_tree(root, bon["protocols"], bon["model_pairs"])}
+    [forged] = [v for key, v in by_key.items() if key.endswith("/ceiling")]
+    assert "the teacher's best-of-N picks differ from those of the reference teacher (the submission " \
+        f"{bon_protocol_name(bon)}/" in errors(forged), errors(forged)   # ... beside naive, they are
+    assert all(v.ok for key, v in by_key.items() if not key.endswith("/ceiling"))
+    regraded = naive_copy(bon, tmp_path)
+    forge_candidates(regraded, regrade_one_set)
+    found = errors(check(bon, regraded))
+    assert "best-of-N candidate sets differ from the protocol's in its gold grades" in found, found
+    assert "the protocol's test splits, generated again" in found
+
+
+def bon_protocol_name(bon) -> str:
+    return next(iter(bon["protocols"]))
+
+
 def test_validate_refuses_a_missing_or_foreign_candidates_file(bon, runs, tmp_path):
     folder = naive_copy(bon, tmp_path)
     (first_cell(folder) / CANDIDATES_FILE).unlink()

@@ -7,6 +7,7 @@ import io
 import json
 import math
 import re
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -467,8 +468,23 @@ def test_malformed_zips_are_rejected_naming_the_file(runs, board, tmp_path):
 
     naive = runs.submissions / "mini-test" / "tiny-test" / "naive"
     report, view = check_upload(str(corrupt_zip(naive, tmp_path / "crc.zip")), board, runs.protocols, runs.model_pairs)
-    assert report.startswith("crc.zip: REJECTED — the upload's 'naive/submission.json' cannot be read: Bad CRC-32")
+    assert report.startswith("crc.zip: REJECTED — the upload's 'naive/submission.json' cannot be read: its data is "
+                             "damaged (it does not decompress, or fails its CRC check); zip the submission folder again")
     assert view is None
+    deflated = tmp_path / "deflated.zip"   # a deflate stream that does not decompress: zlib's "Error -3" before
+    with zipfile.ZipFile(deflated, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("naive/submission.json", b'{"a": 1}' * 100)
+    data = bytearray(deflated.read_bytes())
+    start = 30 + len("naive/submission.json")   # the first entry's data, after its local header
+    data[start:start + 2] = b"\xff\xff"
+    deflated.write_bytes(bytes(data))
+    report = check_upload(str(deflated), board)[0]
+    assert "cannot be read: its data is damaged" in report and "Error -3" not in report, report
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # zipfile warns of the duplicate name it writes
+        twice = zip_folder(naive, tmp_path / "twice.zip", extra={"naive/submission.json": "{}"})
+    report = check_upload(str(twice), board)[0]   # one entry twice, which was "holds 2 submissions"
+    assert "the upload holds 'naive/submission.json' twice" in report and "submissions" not in report.split("twice")[0]
     report, view = check_upload(str(finder_zip(naive, tmp_path / "finder.zip")), board, runs.protocols, runs.model_pairs)
     assert report.startswith("finder.zip: VALID") and view is not None
     from bench.submissions.limits import MAX_ZIP_ENTRIES

@@ -333,7 +333,7 @@ def test_uploads_are_checked_with_nothing_kept(page, served, shots, tmp_path, up
     page.screenshot(path=str(shots / "upload-tampered.png"), full_page=True)
 
     text = upload(page, corrupt_zip(naive, tmp_path / "damaged.zip"))
-    assert text.startswith("damaged.zip: REJECTED — the upload's 'naive/submission.json' cannot be read: Bad CRC-32")
+    assert text.startswith("damaged.zip: REJECTED — the upload's 'naive/submission.json' cannot be read: its data is damaged")
     assert "Nothing to show" in page.locator("#upload-preview").inner_text()
     page.wait_for_timeout(500)
     assert page.locator('[data-testid="toast-body"]').count() == 0   # a rejection, not an error popup

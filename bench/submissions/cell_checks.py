@@ -12,11 +12,11 @@ from bench.core.data import STUDENT_STAGES, TEACHER_STAGES, stage_seed
 from bench.core.io import sha256_file
 from bench.core.result_schema import (
     CANDIDATE_COLUMNS,
-    SCORE_COLUMNS,
     CANDIDATES_FILE,
     EXTERNAL_NOTE,
     METHOD_SOURCE_FILE,
     RESULT_FILE,
+    SCORE_COLUMNS,
     SCORES_FILE,
     CellResult,
 )
@@ -135,10 +135,10 @@ def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fil
         if not problems:  # what the board's intervals are computed from (at most the declared pairs)
             into = v.controls if ref.get("replicate", 0) else v.pairs
             into.append(cell_from_scores(result, rows, rel_result, candidate_rows, {protocol.name: protocol}))
-            if reference is not None:   # the protocol's test pairs, judged by the protocol's teacher
+            if reference is not None:   # the protocol's test pairs and sets, judged by the protocol's teacher
                 from bench.submissions.reference import check_cell
 
-                check_cell(v, reference, into[-1])
+                check_cell(v, reference, into[-1], candidate_rows)
     return result
 
 

@@ -26,8 +26,8 @@ from bench.core.result_schema import (
 from bench.core.results import params_slug
 from bench.core.specs import ModelPairSpec, ProtocolSpec, to_plain
 from bench.core.store import CELLS, STORE_FILES
-from bench.submissions.commands import method_option
 from bench.submissions.cell_checks import check_cell, check_method_source, close
+from bench.submissions.commands import method_option
 from bench.submissions.fields import (
     check_commands,
     check_name,
@@ -310,7 +310,7 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
             held[key] = ref
     listed = {key[1:]: ref for key, ref in held.items() if not key[0]}
     replicates = {key: ref for key, ref in held.items() if key[0]}
-    _check_fresh_from(v, meta, protocol, {seed for seed, _ in listed})
+    _check_fresh_from(v, meta, protocol, {seed for seed, _ in listed}, reference)
     _check_replicates(v, meta, protocol, set(held))
     # A protocol with a sequential plan takes further whole seeds after its own, without a gap.
     seeds = protocol.submission_seeds(seed for seed, _ in listed)
@@ -438,14 +438,23 @@ def _method_code(a: dict, b: dict) -> tuple:
     return a, b
 
 
-def _check_fresh_from(v: Validation, meta: dict, protocol: ProtocolSpec, held: set[int]) -> None:
+def _check_fresh_from(v: Validation, meta: dict, protocol: ProtocolSpec, held: set[int],
+                      reference: reference_teacher.Reference | None = None) -> None:
     """A method chosen on the protocol's own seeds (the best of a zoo by NTS there) decides on the seeds after them
     (SubmissionFile.fresh_from): only that seed, so that choosing where to start cannot itself pick the seeds that
     decide; on a protocol with a sequential plan that holds a first look after them; never naive or the ceiling,
-    which nothing chose; and with a seed held from there on."""
+    which nothing chose; and with a seed held from there on. A reference submission the committed reference records
+    as chosen (Reference.chosen) must say so: without the mark, the seeds that chose it would count in its decision."""
     from bench.core.results import BASELINE, CEILING
 
     fresh, slug = meta.get("fresh_from"), meta["slug"]
+    recorded = (reference.chosen or {}).get(slug) if reference is not None and \
+        reference.models == meta["models"]["name"] else None
+    if recorded is not None and fresh != recorded:
+        v.error(SUBMISSION_FILE, "fresh_from", f"is {fresh}, but {slug} was chosen as the best of several on "
+                f"{protocol.name}'s seeds before {recorded} ({reference.origin}'s reference records it): it is decided "
+                f"on the seeds from {recorded} on, and those before cannot count", f"bench submit again with "
+                f"--fresh-from {recorded}")
     if fresh is None:
         return
     without = "bench submit again without --fresh-from"

@@ -136,7 +136,11 @@ def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel], con
     try:
         raw = (path.read_bytes() if content is None else content).decode("utf-8")
         data = json.loads(raw, parse_constant=no_constants)
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+    except RecursionError:   # Python's message is about its own stack, not the file
+        v.error(rel, "", "not valid JSON here: its values are nested deeper than the parser follows (a "
+                "submission's JSON nests a few levels)", REGENERATE)
+        raise _Stop from None
+    except (UnicodeDecodeError, ValueError) as error:
         v.error(rel, "", f"not valid JSON ({str(error)[:200]})", REGENERATE)
         raise _Stop from None
     if not isinstance(data, dict):

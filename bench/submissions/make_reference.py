@@ -1,16 +1,18 @@
 """``python -m bench.submissions.make_reference submissions/P/M/naive``: write the committed reference
-teacher of a protocol x model pair (bench.submissions.reference) from its reference submission of naive.
+teacher of a protocol x model pair (bench.submissions.reference) from its reference submission of naive, with the
+reference submissions beside it that were chosen on the protocol's first seeds (their ``fresh_from``).
 A command of its own, apart from ``reference``, which validation imports."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 from bench.core.io import atomic_write_bytes
 from bench.submissions.check import validate_submission
 from bench.submissions.limits import REFERENCES
-from bench.submissions.reference import dumps, from_cells, path_of
+from bench.submissions.reference import chosen_of, dumps, from_cells, path_of, sets_of_store
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,11 +31,14 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         meta = v.submission
         origin = f"submission {meta['protocol']['name']}/{meta['models']['name']}/{meta['slug']}"
-        reference = from_cells(v.pairs, meta["protocol"], meta["models"]["name"], origin)
+        reference = dataclasses.replace(
+            from_cells(v.pairs, meta["protocol"], meta["models"]["name"], origin, sets_of_store(folder)),
+            chosen=chosen_of(folder) or None)
         path = path_of(meta["protocol"]["name"], meta["models"]["name"], args.root)
         atomic_write_bytes(path, dumps(reference.to_json()).encode())
         print(f"wrote {path}: {len(reference.test_pairs)} eval sets, {len(reference.verdicts or {})} cell x eval "
-              "set verdicts")
+              "set verdicts"
+              + (f", {sum(map(len, reference.candidate_sets.values()))} candidate sets" if reference.candidate_sets else ""))
     return 0
 
 

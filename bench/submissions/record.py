@@ -62,7 +62,7 @@ FORMAT = 6   # the layout of an entry; bump it when what is stored changes (3: t
 # of protocols and model pairs, and this module (how an outcome is stored).
 VALIDATION_CODE = ("bench.submissions.check", "bench.submissions.cell_checks", "bench.submissions.fields",
                    "bench.submissions.limits", "bench.submissions.schema",
-                   "bench.submissions.reference", "bench.core.data", "bench.core.registry",
+                   "bench.submissions.reference", "bench.core.candidates", "bench.core.data", "bench.core.registry",
                    "bench.submissions.scores", "bench.submissions.commands", "bench.core.results",
                    "bench.core.result_schema", "bench.core.metrics", "bench.core.report", "bench.core.stats",
                    "bench.core.cells", "bench.core.runs", "bench.core.sequential", "bench.core.specs",

@@ -75,6 +75,7 @@ def check_teachers(validations: list[Validation], beside: list[Validation] = (),
     import bench.submissions.reference as reference_teacher
 
     naive: dict[tuple[str, str], Validation] = {}
+    references_made: dict[tuple[str, str], reference_teacher.Reference] = {}
     for v in (*beside, *validations):
         s = v.submission
         if v.ok and s and s["slug"] == BASELINE and v.pairs and len(v.pairs) == len(v.cells):
@@ -92,8 +93,11 @@ def check_teachers(validations: list[Validation], beside: list[Validation] = (),
                    "against one (a naive submission of the protocol and model pair, or a committed reference)",
                    "validate it beside the reference submission of naive (bench validate on their common folder)")
             continue
-        reference = reference_teacher.from_cells(base.pairs, base.submission["protocol"], key[1],
-                                                 f"the submission {base.key}")
+        if key not in references_made:   # its teacher's credits in the candidate sets too, where there are sets
+            references_made[key] = reference_teacher.from_cells(
+                base.pairs, base.submission["protocol"], key[1], f"the submission {base.key}",
+                reference_teacher.sets_of_store(base.folder) if base.pairs[0].bon else None)
+        reference = references_made[key]
         for cell in (*v.pairs, *v.controls):
             reference_teacher.check_cell(v, reference, cell)
 

@@ -43,6 +43,9 @@ def _submission_prefix(names: list[str]) -> str:
     """The folder inside the archive that holds submission.json ("" when it is at the top): the
     archive may hold the submission at its top or inside folders (``naive/...``)."""
     found = [n for n in names if posixpath.basename(n) == SUBMISSION_FILE]
+    twice = sorted({n for n in found if found.count(n) > 1})
+    if twice:   # one entry written twice, not two submissions
+        raise BenchError(f"the upload holds {twice[0][:100]!r} twice; {REZIP}")
     if not found:
         shown = ", ".join(repr(n[:100]) for n in names[:3]) + (", ..." if len(names) > 3 else "")
         raise BenchError(f"the upload holds no {SUBMISSION_FILE} (it holds {shown or 'no files'}); {REZIP}")
@@ -110,6 +113,18 @@ def extract_upload(archive: Path, dest: Path) -> Path:
                                          f"{size_text(limits.MAX_SUBMISSION_BYTES)} at {info.filename[:100]!r}); {REZIP}")
                     sink.write(data)
             except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError) as error:
-                # A damaged entry (bad CRC, cut short), an unsupported compression method or an encrypted entry.
-                raise BenchError(f"the upload's {info.filename[:100]!r} cannot be read: {error}; {REZIP}") from None
+                raise BenchError(f"the upload's {info.filename[:100]!r} cannot be read: {_why_unreadable(error, info)}; "
+                                 f"{REZIP}") from None
     return Path(dest)
+
+
+def _why_unreadable(error: Exception, info) -> str:
+    """What an entry that zipfile could not read has, in words (zipfile's own messages quote its internals:
+    a zlib error code, an object's repr)."""
+    if isinstance(error, EOFError):
+        return "it is cut short (the archive was truncated)"
+    if isinstance(error, NotImplementedError):
+        return f"it is compressed with method {info.compress_type}, which is not read here (use deflate, zip's default)"
+    if isinstance(error, RuntimeError) and info.flag_bits & 0x1:
+        return "it is encrypted (a password-protected archive)"
+    return "its data is damaged (it does not decompress, or fails its CRC check)"
