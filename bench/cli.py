@@ -16,7 +16,7 @@ from bench.commands.args import (
 from bench.commands.board import cmd_leaderboard, cmd_submit, cmd_validate
 from bench.commands.migrate import add_parser as add_migrate_parser
 from bench.commands.migrate import cmd_migrate
-from bench.commands.read import cmd_card, cmd_compare, cmd_list, cmd_report, cmd_verify
+from bench.commands.read import cmd_card, cmd_compare, cmd_list, cmd_report, cmd_reproduce, cmd_verify
 from bench.commands.run import cmd_evaluate, cmd_export, cmd_labels, cmd_run, cmd_sweep
 
 
@@ -146,6 +146,17 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser("verify", help="recompute every cell's accuracies and metrics from its per-pair scores")
     verify.add_argument("--out", type=Path, default=Path("results"), help="results folder (default: ./results)")
 
+    reproduce = sub.add_parser("reproduce", help="rerun some of a submission's cells on this machine and compare them "
+                                                 "with it, pair by pair (the host's check that its student is real)")
+    reproduce.add_argument("submission", type=Path, help="a submission folder (e.g. submissions/mini-v2/tiny-lr3e-4/gce_exponent=0.7)")
+    reproduce.add_argument("--cells", type=int, default=1, metavar="K", help="how many of its cells to rerun (default 1)")
+    reproduce.add_argument("--seed", type=parse_seed, default=None, metavar="SEED",
+                           help="the seed that draws the cells: the host's choice, never the submitter's (default: a "
+                                "fresh random one, recorded)")
+    reproduce.add_argument("--record", type=Path, default=None, metavar="DIR",
+                           help="where reproduction records go (default: reproductions/ beside the submissions root)")
+    reproduce.add_argument("--cache-dir", type=Path, default=None, help="the teacher cache")
+
     add_migrate_parser(sub)
 
     submit = sub.add_parser("submit", help="turn finished results into leaderboard submissions (one per method x "
@@ -198,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"run": cmd_run, "sweep": cmd_sweep, "labels": cmd_labels, "evaluate": cmd_evaluate, "export": cmd_export,
                 "list": cmd_list, "card": cmd_card, "report": cmd_report, "compare": cmd_compare, "verify": cmd_verify,
+                "reproduce": cmd_reproduce,
                 "submit": cmd_submit, "validate": cmd_validate, "leaderboard": cmd_leaderboard,
                 "migrate": cmd_migrate}[args.command](args)
     except CellsFailedError as error:  # the run went on past these cells: exit 1, not the bad-input 2

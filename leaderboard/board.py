@@ -25,6 +25,7 @@ from bench.core.report import COLUMNS, params_text
 from bench.submissions.facts import cell_facts
 from bench.submissions.limits import Validation
 from bench.submissions.record import described
+from bench.submissions.reproduce import RECORDS
 from bench.submissions.tree import teacher_conflicts
 from leaderboard import decided
 
@@ -52,10 +53,22 @@ def marks(v: Validation) -> list[tuple[str, str]]:
         found.append((f"chosen on seeds 0–{fresh - 1}", f"picked as the best of several on seeds 0 to {fresh - 1}, "
                       f"which its NTS and rank include and so flatter; its Δ against naive is decided on the seeds "
                       f"from {fresh} on alone"))
+    record = v.reproduction
+    if record is not None:
+        held = sum(not ref.get("replicate", 0) for ref in s.get("cells", []))
+        done = sum(c["reproduced"] for c in record["cells"])
+        if record["outcome"] == "reproduced":
+            found.append((f"reproduced {done} of {held} cells", f"the host ran {done} of its {held} cells again, "
+                          "drawn by the host's seed, and each student gave the submitted per-pair verdicts "
+                          "(bench reproduce)"))
+        else:
+            found.append(("reproduction failed", f"{len(record['cells']) - done} of the {len(record['cells'])} cells "
+                          "the host ran again gave other verdicts than the submitted ones (bench reproduce)"))
     if any(p.field == "teacher" for p in v.warnings):   # bench.submissions.tree.check_teachers found no reference
         found.append(("teacher not checked", "its teacher is not checked against a reference teacher (no committed "
                                              "reference and no naive submission of its protocol and model pair)"))
     return found
+
 
 
 METRICS = {"nts": "NTS", "aog": "AOG", "wrg": "WRG"}
@@ -324,6 +337,24 @@ def title(v: Validation) -> str:
     return s["method"]["name"] + (f" {params}" if params else "") + ("" if v.ok else " (NOT VALIDATED)")
 
 
+def apply_reproductions(validations: list[Validation], records: Path) -> None:
+    """Each submission's reproduction record under ``records`` (bench.submissions.reproduce: some of its cells rerun by
+    the host), where there is one of its content, on ``v.reproduction``. A failed one is an error of the submission:
+    its row is marked NOT VALIDATED with the cell that did not reproduce, and leaves the ranking."""
+    from bench.submissions.reproduce import RULE, failed_cells, read_record
+
+    for v in validations:
+        if v.submission is None or v.reproduction is not None:
+            continue
+        v.reproduction = read_record(records, v.submission, v.folder)
+        for cell in failed_cells(v.reproduction or {}):
+            name, worst = max(cell["eval_sets"].items(), key=lambda item: item[1]["student_differ"])
+            v.error(f"{RECORDS}/{v.key}.json", f"cells.seed{cell['seed']}.{cell['source']}",
+                    f"not reproduced: run again by the host, its student's verdicts differ on {worst['student_differ']} "
+                    f"of {worst['pairs']} pairs of {name} ({RULE})",
+                    "rerun the cells with this version of shiftbench, then bench submit again")
+
+
 def load_board(root: Path, protocols: Mapping | None = None, model_pairs: Mapping | None = None,
                cache_dir: Path | None = None) -> Board:
     """Validate every submission under ``root`` (``protocols`` / ``model_pairs`` add specs to the
@@ -332,6 +363,7 @@ def load_board(root: Path, protocols: Mapping | None = None, model_pairs: Mappin
     from bench.submissions.record import default_dir, validate_tree
 
     validations = validate_tree(Path(root), protocols, model_pairs, cache_dir) if Path(root).is_dir() else []
+    apply_reproductions(validations, Path(root).parent / RECORDS)
     return Board(Path(root), validations, teacher_conflicts(validations), protocols=dict(protocols or {}),
                  record_dir=Path(cache_dir or default_dir()) / "decisions")
 

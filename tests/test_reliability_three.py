@@ -56,6 +56,8 @@ def forge(folder: Path, edit) -> None:
     meta = json.loads((folder / SUBMISSION_FILE).read_text())
     results, cells = [], []
     for ref in meta["cells"]:
+        if ref.get("replicate", 0):   # naive's replicates (its board controls) are left as they are
+            continue
         cell = folder / cell_folder(ref["seed"], ref["source"])
         rows = edit(ref["seed"], ref["source"], read_csv_gz(cell / "scores.csv.gz"))
         (cell / "scores.csv.gz").write_bytes(csv_gz_bytes(SCORE_COLUMNS, [[r[c] for c in SCORE_COLUMNS] for r in rows]))

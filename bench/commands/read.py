@@ -126,3 +126,26 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"{'FAIL' if problems else 'ok  '} {folder}" + "".join(f"\n     {p}" for p in problems))
     print(f"{len(folders) - bad} of {len(folders)} cells recompute exactly from their per-pair scores")
     return 1 if bad else 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    """bench reproduce: rerun drawn cells of a submission and compare (bench.submissions.reproduce); exit 1 when a
+    cell is not reproduced."""
+    import secrets
+
+    from bench.core.settings import default_cache_dir
+    from bench.submissions.reproduce import RECORDS, RULE, reproduce, submissions_root
+
+    folder = Path(args.submission)
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    root = args.record or submissions_root(folder).parent / RECORDS
+    record = reproduce(folder, args.cells, seed, args.cache_dir or default_cache_dir(), root)
+    for cell in record["cells"]:
+        worst = max(cell["eval_sets"].items(), key=lambda item: item[1]["student_differ"])
+        print(f"{'ok  ' if cell['reproduced'] else 'FAIL'} seed {cell['seed']} {cell['source']}: student verdicts "
+              f"differ on {worst[1]['student_differ']} of {worst[1]['pairs']} pairs at most ({worst[0]}); largest "
+              f"student score change {cell['largest_student_score_change']:.2g}")
+    n = len(record["cells"])
+    print(f"{record['submission']}: {sum(c['reproduced'] for c in record['cells'])} of {n} rerun cells reproduced "
+          f"(draw seed {seed}; rule: {RULE}); record: {root}")
+    return 0 if record["outcome"] == "reproduced" else 1

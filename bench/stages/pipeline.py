@@ -50,6 +50,7 @@ from bench.core.result_schema import (
 from bench.core.results import cell_dir, load_cell, params_slug, replicate_slug, write_cell
 from bench.core.settings import RunSettings
 from bench.core.specs import to_plain
+from bench.stages.apart import ApartScoring, scores_apart
 from bench.stages.context import RunContext
 from bench.stages.label_stage import label_stage
 from bench.stages.models import load_reward_model
@@ -197,13 +198,21 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
                                     seed=seeds["student-order"], desc=f"student {source} s{seed}", trained_on=trained_on)
     timings["student_train"] = time.perf_counter() - t
 
-    # 6. score: the student on every eval set (and every candidate of their sets, on a protocol with them)
+    # 6. score: the student on every eval set (and every candidate of their sets, on a protocol with them); a
+    # method whose code is not the harness's has its student scored by a process that never imported that code
     t = time.perf_counter()
+    apart = None
     if ctx.method.trains:
         scorer = functools.partial(SCORERS.get(ctx.settings.scorer), spec=ctx.models.strong)
-        student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student", scorer)
         misfit = student_misfit(student, examples, [teacher.soft_labels[i] for i in kept], ctx.models.score_batch_size,
                                 scorer)
+        if scores_apart(ctx.method):
+            job = ApartScoring(student, ctx.models.strong, strong.max_length, evals, data.sets,
+                               ctx.models.score_batch_size, ctx.settings.scorer, type(ctx.method).__module__)
+            student = None   # its weights are on disk: the scoring process holds the one copy in memory
+            student_scores, apart = job.run()
+        else:
+            student_scores = score_eval_sets(student, strong, evals, ctx.models.score_batch_size, "student", scorer)
     else:
         misfit = None
         student_scores = {name: ([ctx.method.rule_reward(p.prompt, p.chosen) for p in pairs],
@@ -213,8 +222,8 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
     student_candidates = None
     if data.sets is not None:
         t = time.perf_counter()
-        student_candidates = score_candidate_sets(student, strong, data.sets, evals, student_scores,
-                                                  ctx.models.score_batch_size, "student", scorer) \
+        student_candidates = apart if apart is not None else score_candidate_sets(
+            student, strong, data.sets, evals, student_scores, ctx.models.score_batch_size, "student", scorer) \
             if ctx.method.trains else {name: [[ctx.method.rule_reward(s.prompt, r) for r in s.responses] for s in its]
                                        for name, its in data.sets.items()}
         timings["student_candidates"] = time.perf_counter() - t
@@ -229,7 +238,9 @@ def run_cell(ctx: RunContext, source: str, seed: int) -> CellResult:
         method={"name": ctx.method.name, "params": ctx.method.params.model_dump(), "labels": ctx.method.labels,
                 "trains": ctx.method.trains, "paper": ctx.method.paper, "origin": method_origin(type(ctx.method))},
         student_scores=student_scores, misfit=misfit,
-        student={"train": student_log, "scorer": ctx.settings.scorer, **({"trained_on": trained_on} if trained_on else {})},
+        student={"train": student_log, "scorer": ctx.settings.scorer,
+                 **({"scored_apart": True} if ctx.method.trains and scores_apart(ctx.method) else {}),
+                 **({"trained_on": trained_on} if trained_on else {})},
         labels=labels_record(ctx.method.labels, ordered, targets, stage.key if stage else None)
         if ctx.method.trains else None,
         truncated=sum(e.a.truncated + e.b.truncated for e in examples),

@@ -132,6 +132,8 @@ class Validation:
     name: str = ""   # how to call it: its path in the submissions root (unique there)
     digest: str = ""   # its key in the validation record (its files and what validation depends on); "" if not recorded
     store: object = None   # the bench.core.store.Store its cells are read from; None for a folder of cell folders
+    # its reproduction record (bench.submissions.reproduce), where the board found one of its content; None: none
+    reproduction: dict | None = None
 
     @property
     def ok(self) -> bool:
