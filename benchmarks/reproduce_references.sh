@@ -9,7 +9,7 @@
 # One torch thread per cell, as the reference cells ran (bench reproduce sets the recorded thread count).
 set -uo pipefail
 export HF_HUB_OFFLINE=1 OMP_NUM_THREADS=1
-SEED=${SEED:?set SEED: the host's draw seed, chosen before any cell runs}
+SEED=${SEED:?set SEED: the draw seed the host chose, before any cell ran}
 ROOT=${ROOT:-submissions}
 RECORDS=${RECORDS:-reproductions}
 folders=("$@")

@@ -64,11 +64,10 @@ class ApartScoring:
         """(scores per eval set, as bench.stages.scorers.score_eval_sets gives them; per-candidate scores, as
         score_candidate_sets gives them, or None without candidate sets). A BenchError with the process's last
         words if it failed."""
-        import bench
         from bench.core.errors import BenchError
 
         env = dict(os.environ)   # this harness's bench, wherever it was imported from (a worktree, a checkout)
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(bench.__file__).resolve().parents[1]),
+        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                              *filter(None, [env.get("PYTHONPATH")])])
         try:
             # its progress bars go where the run's go; what stopped it, to ERROR
