@@ -195,10 +195,22 @@ def _method_row(board: Board, key: str, cells_of: pd.DataFrame, decided: dict, s
     return row
 
 
+def rank_value(row: dict, naive: float, by: str = "nts") -> float:
+    """What a row ranks by: its NTS (``by`` "bon-nts": BoN NTS) over the seeds every row of the group holds. A row
+    chosen as the best of several on its first seeds (``fresh from``: SubmissionFile.fresh_from) ranks instead by
+    naive's value there plus its Δ against naive on the seeds after them (``naive``: naive's NTS or BoN NTS): its own
+    value on those first seeds is lifted by the choice they made, its Δ on fresh seeds is not, and the paired Δ
+    brings it to the basis of the other rows. Without naive or that Δ, its own value."""
+    delta = row["Δ NTS vs naive"] if by == "nts" else row["Δ BoN NTS vs naive"]
+    if row["fresh from"] and isinstance(delta, float) and math.isfinite(delta) and math.isfinite(naive):
+        return naive + delta
+    return row[RANK_BY[by]]
+
+
 def ranking(board: Board, protocol: str | None = None, models: str | None = None, category: str | None = None,
             source: str | None = None, search: str = "", validated_only: bool = False, by: str = "nts") -> pd.DataFrame:
     """Methods ranked by mean NTS (``by`` "bon-nts": BoN NTS, and its rank intervals) within each protocol x model
-    pair, then the reference rows (ceiling, teacher). Filters narrow the cells every number is computed over;
+    pair (a row chosen on its first seeds by ``rank_value``), then the reference rows (ceiling, teacher). Filters narrow the cells every number is computed over;
     ``search`` matches method, params, submitter or submission (case-insensitive) and keeps the reference rows
     and the ranks. A ValueError names a group that has no BoN numbers to rank by."""
     if by not in RANK_BY:
@@ -225,7 +237,8 @@ def ranking(board: Board, protocol: str | None = None, models: str | None = None
         if any(math.isnan(row[RANK_BY[by]]) for _, row in ranked):
             raise ValueError(f"{protocol_name} x {models_name} has no {RANK_BY[by]} for every submission (its protocol "
                              f"scores no best-of-N candidate sets): rank it by NTS")
-        ranked.sort(key=lambda item: -item[1][RANK_BY[by]])
+        naive = next((row[RANK_BY[by]] for _, row in ranked if row["method"] == BASELINE), math.nan)
+        ranked.sort(key=lambda item: -rank_value(item[1], naive, by))
         position = 0
         for valid, row in ranked:
             position += valid

@@ -282,6 +282,12 @@ def test_a_method_chosen_on_the_protocols_seeds_is_decided_on_the_others(fresh_r
     assert row["runs"] == "4 runs (2 of 3 seeds, from seed 1)" and row["fresh from"] == 1
     assert was["runs"] == "6 runs (3 seeds)" and was["fresh from"] == 0
     assert row["NTS"] == pytest.approx(was["NTS"])   # not about Δ: over the seeds every row holds
+    # its rank: by naive's NTS plus its Δ on the fresh seeds, not by its own NTS on the seed that chose it
+    ranked = table[table["rank"].str.isdigit()]
+    naive_nts = ranked.loc[ranked["method"] == "naive", "NTS"].iloc[0]
+    value = {k: naive_nts + r["Δ NTS vs naive"] if r["fresh from"] else r["NTS"] for k, r in ranked.iterrows()}
+    assert sorted(value, key=lambda k: -value[k]) == sorted(ranked.index, key=lambda k: int(ranked.loc[k, "rank"]))
+    assert value[key] == pytest.approx(naive_nts + found.estimate)
     bon = runs_delta(*(bon_view([c for c in cells[s] if c.seed >= 1]) for s in (FRESH, "naive")), "nts", looks=(2, 3))
     assert row["Δ BoN NTS vs naive"] == pytest.approx(bon.estimate)
     text = core.verdict(fresh, table.reset_index()).text()
