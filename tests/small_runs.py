@@ -152,14 +152,30 @@ def as_folders(root: Path) -> Path:
     return root
 
 
+def write_candidates(cell: Path, result: dict, ref: dict, rows: list[dict]) -> None:
+    """A cell's candidate rows (dicts of text) written as its candidates file, with the BoN numbers they give put in
+    its ``result`` (a dict, not yet written) and the file's sha256 in ``result`` and its submission ``ref``."""
+    from bench.core.io import csv_gz_bytes, sha256_file
+    from bench.core.metrics import bon_cell_metrics
+    from bench.core.result_schema import CANDIDATE_COLUMNS, CANDIDATES_FILE
+    from bench.core.results import bon_from_candidates, candidate_sets_from_rows
+
+    (cell / CANDIDATES_FILE).write_bytes(csv_gz_bytes(CANDIDATE_COLUMNS, [[r[c] for c in CANDIDATE_COLUMNS]
+                                                                        for r in rows]))
+    bon = bon_from_candidates(candidate_sets_from_rows(rows))
+    for name, e in result["eval_sets"].items():
+        e.update(teacher_bon=bon[name]["teacher"], student_bon=bon[name]["student"])
+    for target, values in bon_cell_metrics(bon, result["source"]).items():
+        result["metrics"][target].update(values)
+    result["candidates_file"]["sha256"] = ref["candidates_sha256"] = sha256_file(cell / CANDIDATES_FILE)
+
+
 def forge_candidates(folder: Path, edit) -> None:
     """``edit(rows)`` on every cell's candidate rows (dicts of text, as the file has them), then the cell's BoN
     numbers, the submission's summary and its intervals recomputed, and every checksum resealed."""
     from bench.core.cells import load_cells
-    from bench.core.io import csv_gz_bytes, read_csv_gz, sha256_file
-    from bench.core.metrics import bon_cell_metrics
-    from bench.core.result_schema import CANDIDATE_COLUMNS, CANDIDATES_FILE, RESULT_FILE, read_result
-    from bench.core.results import bon_from_candidates, candidate_sets_from_rows
+    from bench.core.io import read_csv_gz, sha256_file
+    from bench.core.result_schema import CANDIDATES_FILE, RESULT_FILE, read_result
     from bench.submissions.limits import SUBMISSION_FILE, cell_folder
     from bench.submissions.schema import submission_intervals, submission_summary
 
@@ -167,16 +183,8 @@ def forge_candidates(folder: Path, edit) -> None:
     results, cells = [], []
     for ref in meta["cells"]:
         cell = folder / cell_folder(ref["seed"], ref["source"])
-        rows = edit(read_csv_gz(cell / CANDIDATES_FILE))
-        (cell / CANDIDATES_FILE).write_bytes(csv_gz_bytes(CANDIDATE_COLUMNS, [[r[c] for c in CANDIDATE_COLUMNS]
-                                                                            for r in rows]))
         result = json.loads((cell / RESULT_FILE).read_text())
-        bon = bon_from_candidates(candidate_sets_from_rows(rows))
-        for name, e in result["eval_sets"].items():
-            e.update(teacher_bon=bon[name]["teacher"], student_bon=bon[name]["student"])
-        for target, values in bon_cell_metrics(bon, result["source"]).items():
-            result["metrics"][target].update(values)
-        result["candidates_file"]["sha256"] = ref["candidates_sha256"] = sha256_file(cell / CANDIDATES_FILE)
+        write_candidates(cell, result, ref, edit(read_csv_gz(cell / CANDIDATES_FILE)))
         (cell / RESULT_FILE).write_text(json.dumps(result))
         ref["result_sha256"] = sha256_file(cell / RESULT_FILE)
         results.append(read_result(result))

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from small_runs import as_folders, edit_json, first_cell, reseal, zip_folder
+from small_runs import as_folders, edit_json, first_cell, reseal, write_candidates, zip_folder
 
 from bench.submissions import SUBMISSION_FILE, cell_folder, validate_submission
 
@@ -66,7 +66,17 @@ def forge(folder: Path, edit) -> None:
         for name, e in result["eval_sets"].items():
             e.update(teacher_acc=accuracies[name]["teacher"], student_acc=accuracies[name]["student"],
                      n_pairs=accuracies[name]["n_pairs"])
-        result["metrics"] = cell_metrics(accuracies, result["source"])
+        result["metrics"] = {target: {**result["metrics"][target], **values}
+                             for target, values in cell_metrics(accuracies, result["source"]).items()}
+        if (cell / "candidates.csv.gz").is_file():   # best-of-N: candidates 0 and 1 of a pair's set are its two responses
+            scored = {(r["eval_set"], r["pair_id"]): r for r in rows}
+            candidates = read_csv_gz(cell / "candidates.csv.gz")
+            for c in candidates:
+                pair = scored.get((c["eval_set"], c["pair_id"])) if c["candidate"] in ("0", "1") else None
+                if pair is not None:
+                    side = "chosen" if c["candidate"] == "0" else "rejected"
+                    c["teacher"], c["student"] = pair[f"teacher_{side}"], pair[f"student_{side}"]
+            write_candidates(cell, result, ref, candidates)
         result["scores_file"]["sha256"] = ref["scores_sha256"] = sha256_file(cell / "scores.csv.gz")
         (cell / "result.json").write_text(json.dumps(result))
         ref["result_sha256"] = sha256_file(cell / "result.json")
