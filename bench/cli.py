@@ -8,6 +8,7 @@ from pathlib import Path
 from bench.commands.args import (
     add_cell_arguments,
     add_run_arguments,
+    parse_count,
     parse_grid,
     parse_param,
     parse_seed,
@@ -149,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce = sub.add_parser("reproduce", help="rerun some of a submission's cells on this machine and compare them "
                                                  "with it, pair by pair (the host's check that its student is real)")
     reproduce.add_argument("submission", type=Path, help="a submission folder (e.g. submissions/mini-v2/tiny-lr3e-4/gce_exponent=0.7)")
-    reproduce.add_argument("--cells", type=int, default=1, metavar="K", help="how many of its cells to rerun (default 1)")
+    reproduce.add_argument("--cells", type=parse_count, default=1, metavar="K",
+                           help="how many of its cells to rerun (default 1)")
     reproduce.add_argument("--seed", type=parse_seed, default=None, metavar="SEED",
                            help="the seed that draws the cells: the host's choice, never the submitter's (default: a "
                                 "fresh random one, recorded)")

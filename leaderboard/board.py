@@ -49,10 +49,10 @@ def marks(v: Validation) -> list[tuple[str, str]]:
     if kind in NOT_BUILT_IN:
         found.append(("method file" if kind == "file" else "package", NOT_BUILT_IN[kind]))
     fresh = s.get("fresh_from") or 0
-    if fresh:   # its rank is over the group's common seeds, among them those that chose it: a selection bias
+    if fresh:   # its NTS is over the group's common seeds, among them those that chose it: its rank avoids that
         found.append((f"chosen on seeds 0–{fresh - 1}", f"picked as the best of several on seeds 0 to {fresh - 1}, "
-                      f"which its NTS and rank include and so flatter; its Δ against naive is decided on the seeds "
-                      f"from {fresh} on alone"))
+                      f"which its NTS includes and so flatters; its rank (naive's NTS plus its Δ) and its Δ against "
+                      f"naive are decided on the seeds from {fresh} on alone"))
     record = v.reproduction
     if record is not None:
         held = sum(not ref.get("replicate", 0) for ref in s.get("cells", []))
@@ -341,17 +341,15 @@ def apply_reproductions(validations: list[Validation], records: Path) -> None:
     """Each submission's reproduction record under ``records`` (bench.submissions.reproduce: some of its cells rerun by
     the host), where there is one of its content, on ``v.reproduction``. A failed one is an error of the submission:
     its row is marked NOT VALIDATED with the cell that did not reproduce, and leaves the ranking."""
-    from bench.submissions.reproduce import RULE, failed_cells, read_record
+    from bench.submissions.reproduce import RULE, failed_cells, read_record, why_not
 
     for v in validations:
         if v.submission is None or v.reproduction is not None:
             continue
         v.reproduction = read_record(records, v.submission, v.folder)
         for cell in failed_cells(v.reproduction or {}):
-            name, worst = max(cell["eval_sets"].items(), key=lambda item: item[1]["student_differ"])
             v.error(f"{RECORDS}/{v.key}.json", f"cells.seed{cell['seed']}.{cell['source']}",
-                    f"not reproduced: run again by the host, its student's verdicts differ on {worst['student_differ']} "
-                    f"of {worst['pairs']} pairs of {name} ({RULE})",
+                    f"not reproduced: run again by the host, {why_not(cell)} ({RULE})",
                     "rerun the cells with this version of shiftbench, then bench submit again")
 
 

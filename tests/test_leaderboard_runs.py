@@ -447,3 +447,18 @@ def test_only_naive_holds_whole_replicates(fresh_runs, tmp_path):
     with pytest.raises(BenchError, match="replicate 1 of seed 0 .* also in .*give one results folder"):
         submit([runs / "naive", runs / "naive#1", twice], tmp_path / "subs", "test suite",
                protocols=fresh_runs.protocols, model_pairs=fresh_runs.model_pairs)
+
+
+def test_a_row_chosen_on_its_first_seeds_ranks_by_naive_plus_its_fresh_delta():
+    """rank_value: a chosen row whose own NTS (lifted by the choice) would rank it first ranks by naive's NTS plus
+    its Δ on the fresh seeds, below a row it beat on its own NTS; without naive or a Δ, by its own NTS."""
+    from leaderboard.ranking import rank_value
+
+    chosen = {"NTS": 3.6, "Δ NTS vs naive": 0.2, "fresh from": 3, "Δ BoN NTS vs naive": math.nan, "BoN NTS": 1.0}
+    other = {"NTS": 2.0, "Δ NTS vs naive": 1.4, "fresh from": 0, "Δ BoN NTS vs naive": math.nan, "BoN NTS": 0.5}
+    naive = 0.6
+    assert rank_value(chosen, naive) == pytest.approx(0.8)
+    assert rank_value(chosen, naive) < rank_value(other, naive) == 2.0 < chosen["NTS"]
+    assert rank_value(chosen, math.nan) == 3.6   # no naive in the group: its own NTS
+    assert rank_value(chosen, naive, "bon-nts") == 1.0   # no Δ BoN: its own BoN NTS
+

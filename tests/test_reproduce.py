@@ -72,7 +72,7 @@ def test_a_forged_student_fails_reproduction_naming_the_cell(submitted, tmp_path
     assert validate_submission(forged).ok   # resealed: every number recomputes
     assert main(["reproduce", str(forged), "--cells", "2", "--seed", "1", "--cache-dir", str(work / "cache")]) == 1
     out = capsys.readouterr().out
-    assert f"FAIL seed 0 {source}: student verdicts differ on " in out and "0 of 2 rerun" not in out, out
+    assert f"FAIL seed 0 {source}: the student's verdicts differ on " in out and "0 of 2 rerun" not in out, out
     record = json.loads(next((tmp_path / "reproductions").rglob("*.json")).read_text())
     assert record["outcome"] == "failed"
     [bad] = [c for c in record["cells"] if not c["reproduced"]]
@@ -82,7 +82,7 @@ def test_a_forged_student_fails_reproduction_naming_the_cell(submitted, tmp_path
     board = load_board(tmp_path / "submissions", cache_dir=tmp_path / "board")
     [v] = board.validations   # out of the ranking: not validated, the cell named
     assert not v.ok and "reproduction failed" in [badge for badge, _ in marks(v)]
-    assert f"cells.seed0.{source}: not reproduced: run again by the host, its student's verdicts differ on" in str(v.errors[0])
+    assert f"cells.seed0.{source}: not reproduced: run again by the host, the student's verdicts differ on" in str(v.errors[0])
 
 
 def test_the_draw_is_the_hosts_seed_s():
@@ -92,3 +92,23 @@ def test_the_draw_is_the_hosts_seed_s():
     assert draw(cells, 2, 11, "p/m/a") == draw(list(reversed(cells)), 2, 11, "p/m/a")   # whatever order they are listed
     assert len({tuple(draw(cells, 2, seed, "p/m/a")) for seed in range(20)}) > 5 and len(draw(cells, 20, 0)) == 9
     assert len({tuple(draw(cells, 1, 11, f"p/m/{slug}")) for slug in "abcdefgh"}) > 2   # one seed, other cells each
+
+
+def test_cells_below_one_and_a_method_path_in_the_record_are_refused(submitted, capsys):
+    from bench.cli import build_parser
+    from bench.submissions.reproduce import read_record, why_not
+
+    work, folder = submitted
+    with pytest.raises(SystemExit):   # argparse: a count of one or more
+        build_parser().parse_args(["reproduce", str(folder), "--cells", "0"])
+    assert "invalid count: '0'" in capsys.readouterr().err
+    meta = json.loads((folder / "submission.json").read_text())
+    root = work / "root" / "reproductions"
+    path = root / "mini-cli" / "tiny-cli" / "naive.json"
+    if path.is_file():   # a record whose shape is not the harness's says nothing (the board trusts its fields)
+        record = json.loads(path.read_text())
+        assert read_record(root, meta, folder) == record
+        path.write_text(json.dumps({**record, "cells": [{"seed": 0}]}))
+        assert read_record(root, meta, folder) is None
+        path.write_text(json.dumps(record))
+    assert why_not({"eval_sets": {"a": {"why": "x"}, "b": {"why": ""}}}) == "x"

@@ -47,6 +47,13 @@ def parse_seed(text: str) -> int:
     return seed
 
 
+def parse_count(text: str) -> int:
+    """A count of one or more (bench reproduce --cells), written with the digits 0-9 alone."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"invalid count: {text!r} (a whole number of 1 or more, e.g. --cells 1)")
+    return int(text)
+
+
 def parse_early_stopping(text: str):
     """--early-stopping's value as a bench.core.specs.EarlyStopping: empty for its defaults, else comma-separated
     key=value settings (e.g. holdout=0.2,every=5,metric=agreement)."""

@@ -134,7 +134,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     import secrets
 
     from bench.core.settings import default_cache_dir
-    from bench.submissions.reproduce import RECORDS, RULE, reproduce, submissions_root
+    from bench.submissions.reproduce import RECORDS, RULE, reproduce, submissions_root, why_not
 
     folder = Path(args.submission)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
@@ -142,9 +142,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     record = reproduce(folder, args.cells, seed, args.cache_dir or default_cache_dir(), root)
     for cell in record["cells"]:
         worst = max(cell["eval_sets"].items(), key=lambda item: item[1]["student_differ"])
-        print(f"{'ok  ' if cell['reproduced'] else 'FAIL'} seed {cell['seed']} {cell['source']}: student verdicts "
-              f"differ on {worst[1]['student_differ']} of {worst[1]['pairs']} pairs at most ({worst[0]}); largest "
-              f"student score change {cell['largest_student_score_change']:.2g}")
+        print(f"{'ok  ' if cell['reproduced'] else 'FAIL'} seed {cell['seed']} {cell['source']}: "
+              + (why_not(cell) or f"student verdicts differ on {worst[1]['student_differ']} of {worst[1]['pairs']} "
+                 f"pairs at most ({worst[0]})") + f"; largest student score change "
+              f"{cell['largest_student_score_change']:.2g}")
     n = len(record["cells"])
     print(f"{record['submission']}: {sum(c['reproduced'] for c in record['cells'])} of {n} rerun cells reproduced "
           f"(draw seed {seed}; rule: {RULE}); record: {root}")

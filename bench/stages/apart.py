@@ -3,11 +3,16 @@
 A method that is not built in (a method file, an installed package) runs inside the harness's process: a file
 that wraps ``bench.stages.pipeline.score_eval_sets`` at import could make every chosen response score +100, and
 its run would still recompute (issue 59's ``patchy.py``). So its trained student is scored elsewhere
-(``score_apart``): its weights are saved, and a fresh ``python -m bench.stages.apart`` loads the registered student
+(``ApartScoring``): its weights are saved, and a fresh ``python -m bench.stages.apart`` loads the registered student
 architecture, puts the weights in it, encodes the eval sets' and candidate sets' texts with its own formatter and
-scores them with the registered scorer, on the parent's device and thread count, so that the scores are those an
+scores them with the registered scorer, on the run's device and thread count, so that the scores are those an
 in-process scoring gives, to the bit (tests/test_score_apart.py). It checks, before it writes, that the method's
 module is not among its imports. The parent reads nothing of the child but the scores it wrote.
+
+What this does not do: the method's file still runs in the run's process, which starts the scoring process and
+reads its scores, so a file written to defeat this one (patching ``scores_apart`` itself) could; the student's
+misfit, a diagnostic, is scored in the run's process too. Against a submitter who means it, the host's check is a
+rerun (``bench reproduce``), which this makes no weaker.
 
 Built-in methods are scored in the run's own process (their code is the harness's, in every cell's key); set
 ``SHIFTBENCH_SCORE_APART=1`` to score every method apart.
@@ -24,6 +29,9 @@ from pathlib import Path
 
 APART_ENV = "SHIFTBENCH_SCORE_APART"
 JOB, WEIGHTS, SCORES, ERROR = "job.json", "student.pt", "scores.json", "error.txt"
+LAUNCHER_VARIABLES = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+                      "MASTER_PORT")
+LAUNCHER_PREFIXES = ("TORCHELASTIC_", "ACCELERATE_")
 
 
 def scores_apart(method) -> bool:
@@ -51,8 +59,10 @@ class ApartScoring:
         self.folder = Path(self._tmp.name)
         torch.save({name: tensor.detach().cpu() for name, tensor in student.state_dict().items()},
                    self.folder / WEIGHTS)
+        from bench.core.distributed import state
+
         job = {"spec": to_plain(spec), "max_length": max_length, "batch_size": batch_size, "scorer": scorer,
-               "threads": torch.get_num_threads(), "module": module,
+               "threads": torch.get_num_threads(), "module": module, "device": str(state().device),
                "evals": {name: [[p.id, [list(m) for m in p.prompt], p.chosen, p.rejected] for p in pairs]
                          for name, pairs in evals.items()},
                "sets": None if sets is None else {
@@ -64,15 +74,25 @@ class ApartScoring:
         """(scores per eval set, as bench.stages.scorers.score_eval_sets gives them; per-candidate scores, as
         score_candidate_sets gives them, or None without candidate sets). A BenchError with the process's last
         words if it failed."""
+        import gc
+
+        import torch
+
         from bench.core.errors import BenchError
 
-        env = dict(os.environ)   # this harness's bench, wherever it was imported from (a worktree, a checkout)
+        # a launcher's rank variables would make the child join the run's process group: it is a process of its own
+        env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES and not k.startswith(LAUNCHER_PREFIXES)}
+        # this harness's bench, wherever it was imported from (a worktree, a checkout), and run from the job's
+        # folder, so that a bench/ folder in the run's working directory cannot stand in for it
         env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                              *filter(None, [env.get("PYTHONPATH")])])
+        gc.collect()   # the student the caller dropped: its memory back before a second process loads it
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
         try:
             # its progress bars go where the run's go; what stopped it, to ERROR
             done = subprocess.run([sys.executable, "-m", "bench.stages.apart", str(self.folder)],
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env, cwd=self.folder)
             if done.returncode != 0 or not (self.folder / SCORES).is_file():
                 error = self.folder / ERROR
                 raise BenchError(f"scoring the student in a separate process failed (exit {done.returncode}): "
@@ -104,7 +124,6 @@ def _score(folder: Path) -> int:
 
     from bench.core.candidates import CandidateSet
     from bench.core.data import Pair
-    from bench.core.distributed import state
     from bench.core.io import atomic_write_bytes
     from bench.core.specs import ModelSpec
     from bench.stages.models import formatter_for, load_reward_model, load_tokenizer
@@ -115,7 +134,7 @@ def _score(folder: Path) -> int:
     spec = ModelSpec(**{name: _tupled(value) for name, value in job["spec"].items()})
     model = load_reward_model(spec, seed=0)   # the architecture; every weight is then the trained student's
     model.load_state_dict(torch.load(folder / WEIGHTS, weights_only=True), strict=True)
-    model.to(state().device)
+    model.to(job["device"])   # the run's own (a GPU: the one it trained on)
     formatter = formatter_for(spec, load_tokenizer(spec), job["max_length"])
     scorer = functools.partial(SCORERS.get(job["scorer"]), spec=spec)
     evals = {name: [Pair(pid, tuple(map(tuple, prompt)), chosen, rejected) for pid, prompt, chosen, rejected in rows]

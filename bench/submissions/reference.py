@@ -186,7 +186,8 @@ def from_cells(cells: list[Cell], protocol: dict, models: str, origin: str,
 def sets_of_store(folder: Path) -> dict[str, tuple[CandidateRef, ...]] | None:
     """The candidate sets (with their grades) of a submission, in the compact store (bench.core.store) or in cell
     folders: each eval set's as the first cell scoring it holds them; None for a submission without candidate sets.
-    Every other cell's sets are checked against them when the reference is used (``candidate_problems``)."""
+    Where such a reference is committed, every cell's sets are checked against them (``candidate_problems``); the
+    reference a folder's naive gives (bench.submissions.tree) checks the teacher's credits, not the grades."""
     from bench.core.columns import CandidateColumns, well_formed_sets
     from bench.core.io import read_csv_gz
     from bench.core.result_schema import CANDIDATES_FILE

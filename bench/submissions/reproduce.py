@@ -38,9 +38,9 @@ import numpy as np
 
 FORMAT = "shiftbench-reproduction/v1"
 SHARE, AT_LEAST = 0.01, 1   # the rule's room: max(AT_LEAST, SHARE of the pairs or sets) per eval set
-RULE = (f"a cell is reproduced when, on every eval set, the rerun student's verdicts differ from the submitted ones on "
-        f"at most max({AT_LEAST}, {SHARE:.0%} of the pairs) test pairs, and its best-of-N credits in at most "
-        f"max({AT_LEAST}, {SHARE:.0%} of the sets) candidate sets")
+RULE = (f"a cell is reproduced when, on every eval set, the rerun scores the same test pairs (and best-of-N sets) and "
+        f"its student's verdicts differ from the submitted ones on at most max({AT_LEAST}, {SHARE:.0%} of the pairs) "
+        f"pairs, and its best-of-N credits in at most max({AT_LEAST}, {SHARE:.0%} of the sets) sets")
 RECORDS = "reproductions"
 
 
@@ -57,11 +57,13 @@ def draw(cells: list[tuple[int, str]], k: int, seed: int, key: str = "") -> list
 
 
 def _verdicts(rows, who: str) -> dict[str, dict[str, float]]:
-    """eval set -> pair id -> the verdict of ``who`` (1, 1/2, 0) from score rows (dicts)."""
+    """eval set -> pair id -> the verdict of ``who`` (bench.core.cells.correctness: 1, 1/2, 0) from score rows."""
+    from bench.core.cells import correctness
+
     out: dict[str, dict[str, float]] = {}
     for row in rows:
-        chosen, rejected = float(row[f"{who}_chosen"]), float(row[f"{who}_rejected"])
-        out.setdefault(row["eval_set"], {})[row["pair_id"]] = 1.0 if chosen > rejected else 0.5 if chosen == rejected else 0.0
+        [verdict] = correctness([float(row[f"{who}_chosen"])], [float(row[f"{who}_rejected"])]).tolist()
+        out.setdefault(row["eval_set"], {})[row["pair_id"]] = verdict
     return out
 
 
@@ -88,23 +90,36 @@ def compare_cell(submitted, rerun) -> dict:
         if again is not None:
             largest = max(largest, abs(again[0] - float(row["student_chosen"])),
                           abs(again[1] - float(row["student_rejected"])))
-    bon = (_credits(submitted.candidates), _credits(rerun.candidates)) if submitted.candidates and rerun.candidates \
-        else None
+    bon = (_credits(submitted.candidates) if submitted.candidates else {},
+           _credits(rerun.candidates) if rerun.candidates else {})
     for name, mine in student[0].items():
         theirs = student[1].get(name, {})
         differ = sum(theirs.get(pid) != v for pid, v in mine.items())
         teacher_differ = sum(teacher[1].get(name, {}).get(pid) != v for pid, v in teacher[0][name].items())
         entry = {"pairs": len(mine), "student_differ": differ, "teacher_differ": teacher_differ}
-        ok = differ <= allowed(len(mine)) and set(theirs) == set(mine)
-        if bon is not None and name in bon[0]:
-            sets = bon[0][name]
-            bon_differ = sum(bon[1].get(name, {}).get(sid) != v for sid, v in sets.items())
+        why = []
+        if set(theirs) != set(mine):
+            why.append(f"the rerun scores other test pairs of {name}")
+        elif differ > allowed(len(mine)):
+            why.append(f"the student's verdicts differ on {differ} of {len(mine)} pairs of {name}")
+        if name in bon[0]:
+            sets, again = bon[0][name], bon[1].get(name, {})
+            bon_differ = sum(again.get(sid) != v for sid, v in sets.items())
             entry.update(sets=len(sets), student_bon_differ=bon_differ)
-            ok = ok and bon_differ <= allowed(len(sets))
+            if set(again) != set(sets):
+                why.append(f"the rerun scores other best-of-N sets of {name}")
+            elif bon_differ > allowed(len(sets)):
+                why.append(f"the student's best-of-N credits differ in {bon_differ} of {len(sets)} sets of {name}")
+        entry["why"] = "; ".join(why)
         found["eval_sets"][name] = entry
-        found["reproduced"] = found["reproduced"] and ok
+        found["reproduced"] = found["reproduced"] and not why
     found["largest_student_score_change"] = largest
     return found
+
+
+def why_not(cell: dict) -> str:
+    """Why a cell of a record was not reproduced, in words ("" when it was)."""
+    return "; ".join(e["why"] for e in cell.get("eval_sets", {}).values() if e.get("why"))
 
 
 def check_code(result) -> None:
@@ -114,6 +129,9 @@ def check_code(result) -> None:
     from methods import get_method_class, method_origin
 
     recorded = result.method.origin or {}
+    if recorded.get("kind") == "entry point":   # its code is the package installed here, which nothing pins
+        raise BenchError(f"{result.method.name} comes from an installed package: a rerun would run whatever version "
+                         "is installed here, not the submitted source; reproduce it from its source as a method file")
     if recorded.get("kind", "built-in") != "built-in":
         return
     here = method_origin(get_method_class(result.method.name))
@@ -179,6 +197,11 @@ def read_record(root: Path, meta: dict, folder: Path) -> dict | None:
         return None
     if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("content") != content_of(folder):
         return None
+    cells = record.get("cells")
+    if not (isinstance(cells, list) and cells and all(isinstance(c, dict) and isinstance(c.get("reproduced"), bool)
+                                                      and isinstance(c.get("eval_sets"), dict) for c in cells)
+            and record.get("outcome") in ("reproduced", "failed")):
+        return None   # not a record this harness wrote: the board says nothing of it
     return record
 
 
@@ -201,6 +224,8 @@ def reproduce(folder: Path, k: int, seed: int, cache_dir: Path | None, root: Pat
 
     import torch
 
+    if k < 1:
+        raise BenchError(f"--cells {k}: rerun one cell or more")
     v = validate_submission(folder)
     if not v.ok:
         raise BenchError(f"{folder} does not validate ({len(v.errors)} problems, the first: {v.errors[0]}): a "
@@ -210,8 +235,8 @@ def reproduce(folder: Path, k: int, seed: int, cache_dir: Path | None, root: Pat
     drawn = draw(cells, k, seed, f"{meta['protocol']['name']}/{meta['models']['name']}/{meta['slug']}")
     path = record_path(root, meta)
     content = content_of(folder)
-    record = json.loads(path.read_text()) if path.is_file() else None
-    if record is None or record.get("content") != content or record.get("format") != FORMAT:
+    record = read_record(root, meta, folder)   # one of this content, else a new one (an older one is replaced)
+    if record is None:
         record = {"format": FORMAT, "submission": f"{meta['protocol']['name']}/{meta['models']['name']}/{meta['slug']}",
                   "content": content, "rule": RULE, "runs": [], "cells": []}
     with tempfile.TemporaryDirectory(prefix="shiftbench-reproduce-") as tmp:
@@ -219,13 +244,16 @@ def reproduce(folder: Path, k: int, seed: int, cache_dir: Path | None, root: Pat
         method_file = None
         if (Path(folder) / METHOD_SOURCE_FILE).is_file():   # a method not built in: the source it carries runs
             first = read_cell_files(Path(folder) / cell_folder(*drawn[0]))
-            method_file = tmp / (first.result.method.origin.get("file") or "method.py")
+            # the name the cells recorded, as a bare file name: the record is the submitter's text, not a path
+            name = Path(str(first.result.method.origin.get("file") or "method.py")).name
+            method_file = tmp / (name if name.endswith(".py") else "method.py")
             method_file.write_bytes((Path(folder) / METHOD_SOURCE_FILE).read_bytes())
         started = cpu_seconds()
         for seed_, source in drawn:
             submitted = read_cell_files(Path(folder) / cell_folder(seed_, source))
             check_code(submitted.result)
-            settings = settings_of(submitted.result, tmp / "out", cache_dir, method_file)
+            settings = settings_of(submitted.result, tmp / "out", cache_dir, method_file).replace(
+                scorer=(submitted.result.student or {}).get("scorer") or "hf")   # as the cell was scored
             log(f"[reproduce] {record['submission']}: seed {seed_} {source}")
             threads = (submitted.result.environment or {}).get("torch_threads")
             before = torch.get_num_threads()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import stat
 import zlib
+from collections import Counter
 from pathlib import Path
 
 import bench.submissions.limits as limits
@@ -43,7 +44,7 @@ def _submission_prefix(names: list[str]) -> str:
     """The folder inside the archive that holds submission.json ("" when it is at the top): the
     archive may hold the submission at its top or inside folders (``naive/...``)."""
     found = [n for n in names if posixpath.basename(n) == SUBMISSION_FILE]
-    twice = sorted({n for n in found if found.count(n) > 1})
+    twice = sorted(n for n, k in Counter(found).items() if k > 1)
     if twice:   # one entry written twice, not two submissions
         raise BenchError(f"the upload holds {twice[0][:100]!r} twice; {REZIP}")
     if not found:
@@ -123,8 +124,8 @@ def _why_unreadable(error: Exception, info) -> str:
     a zlib error code, an object's repr)."""
     if isinstance(error, EOFError):
         return "it is cut short (the archive was truncated)"
+    if info.flag_bits & 0x1:   # encrypted, whatever zipfile raises for it (an AES entry reads as method 99)
+        return "it is encrypted (a password-protected archive)"
     if isinstance(error, NotImplementedError):
         return f"it is compressed with method {info.compress_type}, which is not read here (use deflate, zip's default)"
-    if isinstance(error, RuntimeError) and info.flag_bits & 0x1:
-        return "it is encrypted (a password-protected archive)"
     return "its data is damaged (it does not decompress, or fails its CRC check)"
