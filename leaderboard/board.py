@@ -61,6 +61,10 @@ def marks(v: Validation) -> list[tuple[str, str]]:
             found.append((f"reproduced {done} of {held} cells", f"the host ran {done} of its {held} cells again, "
                           "drawn by the host's seed, and each student gave the submitted per-pair verdicts "
                           "(bench reproduce)"))
+        elif record["outcome"] == "inconclusive":
+            found.append(("reproduction inconclusive", f"{done} of the {len(record['cells'])} cells the host ran again "
+                          "reproduced; the others are of a label-side method whose rerun trained its teacher to other "
+                          "soft labels (another platform), so their students could not be judged (bench reproduce)"))
         else:
             found.append(("reproduction failed", f"{len(record['cells']) - done} of the {len(record['cells'])} cells "
                           "the host ran again gave other verdicts than the submitted ones (bench reproduce)"))

@@ -112,3 +112,14 @@ def test_cells_below_one_and_a_method_path_in_the_record_are_refused(submitted, 
         assert read_record(root, meta, folder) is None
         path.write_text(json.dumps(record))
     assert why_not({"eval_sets": {"a": {"why": "x"}, "b": {"why": ""}}}) == "x"
+
+
+def test_an_inconclusive_cell_is_neither_reproduced_nor_failed():
+    """A label-side method's cell outside the rule whose rerun's teacher labels differ (another platform) is not
+    judged: the record's outcome says inconclusive, and the board takes nothing out of the ranking for it."""
+    from bench.submissions.reproduce import failed_cells, outcome
+
+    ok, odd, bad = ({"reproduced": True}, {"reproduced": False, "inconclusive": True},
+                    {"reproduced": False, "inconclusive": False})
+    assert outcome([ok]) == "reproduced" and outcome([ok, odd]) == "inconclusive" and outcome([odd, bad]) == "failed"
+    assert failed_cells({"cells": [ok, odd, bad]}) == [bad]

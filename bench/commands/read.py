@@ -142,11 +142,15 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     record = reproduce(folder, args.cells, seed, args.cache_dir or default_cache_dir(), root)
     for cell in record["cells"]:
         worst = max(cell["eval_sets"].items(), key=lambda item: item[1]["student_differ"])
-        print(f"{'ok  ' if cell['reproduced'] else 'FAIL'} seed {cell['seed']} {cell['source']}: "
+        state = "ok  " if cell["reproduced"] else "????" if cell.get("inconclusive") else "FAIL"
+        print(f"{state} seed {cell['seed']} {cell['source']}: "
               + (why_not(cell) or f"student verdicts differ on {worst[1]['student_differ']} of {worst[1]['pairs']} "
                  f"pairs at most ({worst[0]})") + f"; largest student score change "
               f"{cell['largest_student_score_change']:.2g}")
     n = len(record["cells"])
     print(f"{record['submission']}: {sum(c['reproduced'] for c in record['cells'])} of {n} rerun cells reproduced "
           f"(draw seed {seed}; rule: {RULE}); record: {root}")
+    if record["outcome"] == "inconclusive":
+        print("inconclusive (????): a label-side method's cell whose rerun trained its teacher to other soft labels; "
+              "rerun it on a machine of the kind the cell records (environment.cpu, packages)")
     return 0 if record["outcome"] == "reproduced" else 1

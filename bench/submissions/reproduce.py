@@ -40,7 +40,8 @@ FORMAT = "shiftbench-reproduction/v1"
 SHARE, AT_LEAST = 0.01, 1   # the rule's room: max(AT_LEAST, SHARE of the pairs or sets) per eval set
 RULE = (f"a cell is reproduced when, on every eval set, the rerun scores the same test pairs (and best-of-N sets) and "
         f"its student's verdicts differ from the submitted ones on at most max({AT_LEAST}, {SHARE:.0%} of the pairs) "
-        f"pairs, and its best-of-N credits in at most max({AT_LEAST}, {SHARE:.0%} of the sets) sets")
+        f"pairs, and its best-of-N credits in at most max({AT_LEAST}, {SHARE:.0%} of the sets) sets; a cell of a "
+        f"label-side method outside that whose rerun trained its teacher to other soft labels is inconclusive")
 RECORDS = "reproductions"
 
 
@@ -114,6 +115,13 @@ def compare_cell(submitted, rerun) -> dict:
         found["eval_sets"][name] = entry
         found["reproduced"] = found["reproduced"] and not why
     found["largest_student_score_change"] = largest
+    labels = [getattr(c.result.labels, "digest", None) for c in (submitted, rerun)]
+    found["labels_same"] = labels[0] == labels[1]
+    # A label-side method keeps or drops pairs by its teacher's soft labels (bench/stages/label_stage.py): trained
+    # again on another platform, the teacher's labels move in their last digits, other pairs are kept, and the
+    # student differs for that reason alone. Such a cell, outside the rule with other labels, is not judged.
+    found["inconclusive"] = bool(not found["reproduced"] and not found["labels_same"]
+                                 and submitted.result.label_stage is not None)
     return found
 
 
@@ -200,13 +208,22 @@ def read_record(root: Path, meta: dict, folder: Path) -> dict | None:
     cells = record.get("cells")
     if not (isinstance(cells, list) and cells and all(isinstance(c, dict) and isinstance(c.get("reproduced"), bool)
                                                       and isinstance(c.get("eval_sets"), dict) for c in cells)
-            and record.get("outcome") in ("reproduced", "failed")):
+            and record.get("outcome") in ("reproduced", "failed", "inconclusive")):
         return None   # not a record this harness wrote: the board says nothing of it
     return record
 
 
 def failed_cells(record: dict) -> list[dict]:
-    return [c for c in record.get("cells", []) if not c.get("reproduced")]
+    """The cells of a record that were not reproduced and are judged (not ``inconclusive``)."""
+    return [c for c in record.get("cells", []) if not c.get("reproduced") and not c.get("inconclusive")]
+
+
+def outcome(cells: list[dict]) -> str:
+    """A record's outcome: "failed" if a judged cell was not reproduced, else "inconclusive" if one could not be
+    judged, else "reproduced"."""
+    if failed_cells({"cells": cells}):
+        return "failed"
+    return "inconclusive" if any(c.get("inconclusive") for c in cells) else "reproduced"
 
 
 def reproduce(folder: Path, k: int, seed: int, cache_dir: Path | None, root: Path, work: Path | None = None,
@@ -274,7 +291,7 @@ def reproduce(folder: Path, k: int, seed: int, cache_dir: Path | None, root: Pat
                            "cpu_s": round(cpu_seconds() - started, 1), "machine": machine(),
                            "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")})
     record["cells"].sort(key=lambda c: (c["seed"], c["source"]))
-    record["outcome"] = "reproduced" if all(c["reproduced"] for c in record["cells"]) else "failed"
+    record["outcome"] = outcome(record["cells"])
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, (json.dumps(record, indent=1) + "\n").encode())
     return record
