@@ -36,9 +36,9 @@ def doc_commands() -> list[str]:
 
 
 def on_small(argv: list[str], protocol, models) -> list[str]:
-    """A doc command on the shrunken protocol: ``mini`` and ``tiny`` (as a token or a path part) become its
-    names, and ``--seeds 0 1 2`` its seeds."""
-    names = {"mini": protocol.name, "tiny": models.name}
+    """A doc command on the shrunken protocol: ``mini-v2`` and ``tiny-lr3e-4`` (as a token or a path part; ``mini`` and
+    ``tiny`` too) become its names, and ``--seeds 0 1 2`` its seeds."""
+    names = {"mini-v2": protocol.name, "tiny-lr3e-4": models.name, "mini": protocol.name, "tiny": models.name}
     out, skipping = [], False
     for token in argv:
         if skipping and token.isdigit():
