@@ -30,11 +30,8 @@ import json
 import random
 import tempfile
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-
-import numpy as np
 
 FORMAT = "shiftbench-reproduction/v1"
 SHARE, AT_LEAST = 0.01, 1   # the rule's room: max(AT_LEAST, SHARE of the pairs or sets) per eval set
@@ -230,16 +227,16 @@ def reproduce(folder: Path, k: int, seed: int, cache_dir: Path | None, root: Pat
               log=print) -> dict:
     """Rerun ``k`` cells of the submission in ``folder`` drawn by ``seed`` (``draw``), compare each with it
     (``compare_cell``), and write the reproduction record under ``root`` (``record_path``). Returns the record."""
+    import torch
+
     from bench.core.errors import BenchError
     from bench.core.io import atomic_write_bytes
+    from bench.core.result_schema import METHOD_SOURCE_FILE
     from bench.core.results import cell_dir, read_cell_files
     from bench.stages import pipeline
     from bench.stages.decide import cpu_seconds, settings_of
     from bench.submissions import validate_submission
-    from bench.core.result_schema import METHOD_SOURCE_FILE
     from bench.submissions.limits import cell_folder
-
-    import torch
 
     if k < 1:
         raise BenchError(f"--cells {k}: rerun one cell or more")
