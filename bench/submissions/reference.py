@@ -37,6 +37,7 @@ every cell of a submission are checked to be the same pairs, and a warning says 
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from fractions import Fraction
@@ -68,6 +69,15 @@ class Reference:
     # The reference submissions chosen as the best of several on the protocol's own seeds: slug -> the first seed
     # they are decided on (SubmissionFile.fresh_from), which their submissions must keep saying (``chosen_of``)
     chosen: dict[str, int] | None = None
+
+    @functools.cached_property
+    def laid_out(self) -> dict[str, tuple]:
+        """Per eval set of ``candidate_sets``: its set ids, pair ids, set sizes and grades laid end to end (as
+        bench.core.columns.CandidateSets lays a cell's), so that a cell's sets are checked as whole arrays."""
+        return {name: (tuple(s.set_id for s in sets), tuple(s.pair_id for s in sets),
+                       np.array([len(s.grades) for s in sets], dtype=np.int64),
+                       np.array([g for s in sets for g in s.grades], dtype=np.float64))
+                for name, sets in (self.candidate_sets or {}).items()}
 
     def to_json(self) -> dict:
         data = {"format": FORMAT, "protocol": self.protocol, "models": self.models, "origin": self.origin,
@@ -131,6 +141,16 @@ def credit_text(credits) -> str:
 
 def credit_values(text: str) -> list[str]:
     return text.split()
+
+
+@functools.lru_cache(maxsize=4096)
+def credit_array(text: str) -> np.ndarray:
+    """``credit_text`` read back as floats, each the very double bon_credit's division gives (a fraction of two
+    whole counts, correctly rounded either way): credits compare as numbers, not as text made per cell. Read once
+    per reference entry (cached), read-only."""
+    values = np.array([float(Fraction(token)) for token in credit_values(text)])
+    values.flags.writeable = False
+    return values
 
 
 def dumps(data: dict) -> str:
@@ -245,6 +265,12 @@ def reference_file(protocol: str, models: str, root: Path | None = REFERENCES) -
     return next((path for name in teacher_pairs(models) if (path := path_of(protocol, name, root)).is_file()), None)
 
 
+@functools.lru_cache(maxsize=8)
+def _read(path: Path, mtime_ns: int, size: int) -> Reference:
+    """A committed reference file, parsed once per version of it (a tree's submissions of one pair share it)."""
+    return Reference.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
 def committed(protocol: ProtocolSpec, models: str, root: Path | None = REFERENCES) -> Reference | None:
     """The committed reference of a protocol x model pair (``reference_file``), or None. A reference made for another
     version of the protocol (another hash) is an error: the test pairs it holds are not the protocol's."""
@@ -253,7 +279,8 @@ def committed(protocol: ProtocolSpec, models: str, root: Path | None = REFERENCE
     path = reference_file(protocol.name, models, root)
     if path is None:
         return None
-    reference = Reference.from_json(json.loads(path.read_text(encoding="utf-8")))
+    stat = path.stat()
+    reference = _read(path, stat.st_mtime_ns, stat.st_size)
     if reference.protocol["hash"] != protocol_hash(protocol):
         raise ValueError(f"the reference teacher of {protocol.name}/{models} ({path.name}) was built for protocol hash "
                          f"{reference.protocol['hash']}, and {protocol.name} hashes to {protocol_hash(protocol)} here: "
@@ -305,22 +332,25 @@ def problems(reference: Reference, cell: Cell) -> list[tuple[str, str]]:
                           f"({reference.origin}) on {len(differ)} of {len(ids)} test pairs (e.g. {ids[i]!r}: "
                           f"{VERDICT_WORDS[got[i]]} here, {VERDICT_WORDS[expected[i]]} there)"))
     for e in cell.bon:
-        sets = (reference.candidate_sets or {}).get(e.name)
-        if sets is None:
+        laid = reference.laid_out.get(e.name)
+        if laid is None:
             continue
-        ids = tuple(s.set_id for s in sets)
+        ids = laid[0]
         if e.pair_ids != ids:
             found.append((e.name, _other_ids(e.pair_ids, ids, "best-of-N candidate sets", "the protocol", "sets",
                                              reference.origin)))
             continue
         expected = (reference.credits or {}).get((cell.seed, cell.source, e.name))
-        got = credit_values(credit_text(e.teacher))
-        if expected is not None and (differ := _differ(got, expected := credit_values(expected))):
-            i = differ[0]
+        if expected is None:
+            continue
+        got, want = np.asarray(e.teacher, dtype=np.float64), credit_array(expected)
+        differ = np.flatnonzero(got != want) if got.shape == want.shape else np.arange(len(ids))
+        if len(differ):
+            i = int(differ[0])
             found.append((e.name, f"the teacher's best-of-N picks differ from those of the reference teacher "
                           f"({reference.origin}) in {len(differ)} of {len(ids)} candidate sets (e.g. {ids[i]!r}: "
-                          f"credit {got[i]} here, {expected[i]} there: the share of its top-scored candidates that "
-                          "are gold-best)"))
+                          f"credit {credit_text(got[i:i + 1])} here, {credit_values(expected)[i]} there: the share of "
+                          "its top-scored candidates that are gold-best)"))
     return found
 
 
@@ -344,9 +374,13 @@ def candidate_problems(reference: Reference, sets) -> list[tuple[str, str]]:
     are ``problems``'."""
     found = []
     for name, own in sets.items():
-        expected = (reference.candidate_sets or {}).get(name)
-        if expected is None or tuple(own.set_ids) != tuple(s.set_id for s in expected):
+        laid = reference.laid_out.get(name)
+        if laid is None or tuple(own.set_ids) != laid[0]:
             continue
+        if tuple(p or "" for p in own.pair_ids) == laid[1] and np.array_equal(own.sizes, laid[2]) \
+                and np.array_equal(own.grade, laid[3]):
+            continue   # the common case, on whole arrays; the sets one by one only to word a difference
+        expected = reference.candidate_sets[name]
         differ = [(got, want) for got, want in zip(candidate_refs(own), expected) if got != want]
         if differ:
             got, want = differ[0]
