@@ -361,7 +361,8 @@ def _read_table(path: Path, blob: bytes | None = None):
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_table(path if blob is None else pa.BufferReader(blob))
+        # one thread: a store is small, and a pool of threads costs more CPU than it saves
+        return pq.read_table(path if blob is None else pa.BufferReader(blob), use_threads=False)
     except (OSError, ValueError) as error:   # pyarrow's ArrowInvalid is a ValueError
         raise StoreError(f"{path}: is not a readable Parquet table ({str(error)[:200]}): restore it from git, or "
                          "migrate the folder again") from None

@@ -4,7 +4,6 @@ paths, recorded commands without local paths, and a JSON file read against its p
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
@@ -69,41 +68,61 @@ def _unsafe(text: str, markup_ok: bool) -> str | None:
     return unsafe_text(text, markup_ok=markup_ok)
 
 
-# Strings found plain (no unsafe text, within the least length limit, no local path) in this process, as JSON writes
-# them between quotes: the cells of a tree repeat their model pair's, protocol's and environment's strings thousands
-# of times. Short ones only (an upload is checked in the server's process: a few MB of text at most), and kept
-# for the limit they were found under (a test may lower one).
+# Strings found plain (no unsafe text, within the least length limit, no local path) in this process: the cells of
+# a tree repeat their model pair's, protocol's and environment's strings thousands of times. Short ones only (an
+# upload is checked in the server's process: a few MB of text at most), and kept for the limit they were found
+# under (a test may lower one).
 _PLAIN: dict[int, set[str]] = {}
 _PLAIN_TOKENS, _PLAIN_CHARS = 1 << 17, 256
-_JSON_STRING_RE = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
+_SCALARS = (int, float, bool, type(None))
 
 
-def _all_plain(raw: str) -> bool:
-    """Whether every string of a JSON text, keys included, is plain, with no regard to where it is: within the
+def _all_strings(obj: Any) -> set[str]:
+    """Every string of a JSON value, keys included, without where it is: a walk with its own stack (a value
+    nested as deep as the parser allows does not overflow Python's), and no path made per string. A TypeError
+    for anything JSON does not hold."""
+    found: set[str] = set()
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            found.add(value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"a key {key!r} is not a string")
+                found.add(key)
+                stack.append(item)
+        elif isinstance(value, list):
+            stack.extend(item for item in value if not isinstance(item, _SCALARS))
+        elif not isinstance(value, _SCALARS):
+            raise TypeError(f"{type(value).__name__} is not a JSON value")
+    return found
+
+
+def _all_plain(obj: Any) -> bool:
+    """Whether every string of a JSON value, keys included, is plain, with no regard to where it is: within the
     least length limit of any field, no unsafe text even where markup is allowed, no local path. Then
-    ``check_text`` finds nothing, as every rule it applies somewhere admits a plain string. The strings are
-    the text's string tokens (each starts at the first quote after the last one's end), found by one regex
-    instead of a walk that makes a path for every string; a text with any other string takes the walk that
-    words what is wrong."""
+    ``check_text`` finds nothing, as every rule it applies somewhere admits a plain string; a value with any
+    other string takes the walk that words what is wrong."""
     least = min(limits.MAX_TEXT_CHARS, limits.MAX_TEMPLATE_CHARS)
     known = _PLAIN.setdefault(least, set())
-    new = set(_JSON_STRING_RE.findall(raw)) - known
-    for token in new:
-        text = json.loads(f'"{token}"') if "\\" in token else token
+    new = _all_strings(obj) - known
+    for text in new:
         if len(text) > least or _unsafe(text, False) or LOCAL_PATH_RE.match(text):
             return False
     if len(known) < _PLAIN_TOKENS:
-        known.update(token for token in new if len(token) <= _PLAIN_CHARS)
+        known.update(text for text in new if len(text) <= _PLAIN_CHARS)
     return True
 
 
-def check_text(v: Validation, file: str, obj: Any, raw: str | None = None) -> None:
-    """Every string of ``obj``, a JSON value (``raw``: the JSON text it was read from, if at hand), checked where
-    it is: its text safe to show, its length within its field's limit, and no local path."""
+def check_text(v: Validation, file: str, obj: Any) -> None:
+    """Every string of ``obj``, a JSON value, checked where it is: its text safe to show, its length within its
+    field's limit, and no local path."""
     try:
-        if _all_plain(raw if raw is not None else json.dumps(obj)):
+        if _all_plain(obj):
             return
-    except (TypeError, ValueError):   # not a JSON value: the walk says what it finds
+    except TypeError:   # not a JSON value: the walk says what it finds
         pass
     for loc, text, is_key in strings(obj):
         tokenizer_limit = tokenizer_text_limit(loc, is_key)
@@ -146,7 +165,7 @@ def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel], con
     if not isinstance(data, dict):
         v.error(rel, "", "is not a JSON object", REGENERATE)
         raise _Stop
-    check_text(v, rel, data, raw)
+    check_text(v, rel, data)
     expected = SCHEMA_VERSION if model is SubmissionFile else RESULT_SCHEMA
     if data.get("schema_version") != expected:
         v.error(rel, "schema_version", f"is {data.get('schema_version')!r}; this bench reads {expected}",

@@ -143,10 +143,10 @@ def _missing(missing: list[str], seeds: list[int], chosen: dict, first: CellResu
 def _one_test_split(chosen: dict, destination: Path) -> list[str]:
     """A submission's cells score one test split per eval set (its intervals pair them pair by pair):
     the cell that does not, named, with what to do; empty when they do."""
-    from bench.submissions.reference import from_cells
+    from bench.submissions.reference import same_splits
 
     try:
-        from_cells(load_cells(folder for folder, _ in chosen.values()), {}, "", str(destination))
+        same_splits(load_cells(folder for folder, _ in chosen.values()), str(destination))
     except ValueError as error:
         return [f"{error}: the cells were run on different test splits (another --cap-test, --data-dir or version "
                 "of the data); rerun them with one setting, or give the results folder of one run"]

@@ -115,7 +115,8 @@ def _to_entry(v: Validation, key: str, protocols: Mapping[str, ProtocolSpec] | N
     """The summary (JSON), the results (JSON bytes) and the per-pair arrays (npz bytes) of ``v``, validated with
     ``protocols``; the summary holds the sha256 of the other two."""
     arrays = _pack([*v.pairs, *v.controls])
-    results = json.dumps([c.model_dump(mode="json") for c in v.cells], separators=(",", ":")).encode()
+    # pydantic's own JSON (a result holds no NaN or infinity: read_json refuses them), read back as the same models
+    results = b"[" + b",".join(c.model_dump_json().encode() for c in v.cells) + b"]"
     return {"format": FORMAT, "key": key, "folder": str(v.folder),
             "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
             "submission": v.submission, "results": hashlib.sha256(results).hexdigest(),

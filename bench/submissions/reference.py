@@ -168,17 +168,13 @@ def dumps(data: dict) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def from_cells(cells: list[Cell], protocol: dict, models: str, origin: str,
-               candidate_sets: dict[str, tuple[CandidateRef, ...]] | None = None) -> Reference:
-    """The reference a submission's cells (bench.core.cells.Cell, as validation reads them) give: their test
-    pairs and their teacher's verdicts, and on a protocol with candidate sets the teacher's credits in them,
-    with ``candidate_sets`` (what the sets are: ``sets_of_store`` reads them from a submission). A ValueError
-    naming the cell whose test pairs (or candidate sets) of an eval set are not the other cells' (a protocol's
-    test split is the same pairs in every cell)."""
+def same_splits(cells: list[Cell], origin: str) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]]:
+    """Each eval set's test pair ids and candidate set ids, as every one of ``cells`` scores them (a protocol's test
+    split is the same pairs in every cell). A ValueError names the cell whose test pairs (or candidate sets) of
+    an eval set are not the other cells'."""
     pairs: dict[str, tuple[str, ...]] = {}
     set_ids: dict[str, tuple[str, ...]] = {}
     first: dict[str, Cell] = {}
-    verdicts, credits = {}, {}
     for cell in cells:
         for e in cell.eval_sets:
             ids = pairs.setdefault(e.name, e.pair_ids)
@@ -188,13 +184,23 @@ def from_cells(cells: list[Cell], protocol: dict, models: str, origin: str,
                 raise ValueError(f"{origin}: seed {cell.seed} {cell.source} scores other test pairs of {e.name} than "
                                  f"seed {other.seed} {other.source} ({len(e.pair_ids)} pairs against {len(ids)}: "
                                  f"{missing} of those missing, {foreign} others{'' if missing or foreign else ', in another order'})")
-            verdicts[cell.seed, cell.source, e.name] = correctness_text(e.teacher)
         for e in cell.bon:
             if set_ids.setdefault(e.name, e.pair_ids) != e.pair_ids:
                 other = first[e.name]
                 raise ValueError(f"{origin}: seed {cell.seed} {cell.source} scores other candidate sets of {e.name} "
                                  f"than seed {other.seed} {other.source}")
-            credits[cell.seed, cell.source, e.name] = credit_text(e.teacher)
+    return pairs, set_ids
+
+
+def from_cells(cells: list[Cell], protocol: dict, models: str, origin: str,
+               candidate_sets: dict[str, tuple[CandidateRef, ...]] | None = None) -> Reference:
+    """The reference a submission's cells (bench.core.cells.Cell, as validation reads them) give: their test
+    pairs and their teacher's verdicts, and on a protocol with candidate sets the teacher's credits in them,
+    with ``candidate_sets`` (what the sets are: ``sets_of_store`` reads them from a submission). A ValueError
+    where the cells do not score one split (``same_splits``)."""
+    pairs, set_ids = same_splits(cells, origin)
+    verdicts = {(cell.seed, cell.source, e.name): correctness_text(e.teacher) for cell in cells for e in cell.eval_sets}
+    credits = {(cell.seed, cell.source, e.name): credit_text(e.teacher) for cell in cells for e in cell.bon}
     if candidate_sets is not None:
         candidate_sets = {name: sets for name, sets in sorted(candidate_sets.items())}
         if any(tuple(s.set_id for s in candidate_sets.get(name, ())) != ids for name, ids in set_ids.items()):

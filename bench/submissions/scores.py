@@ -199,10 +199,14 @@ def _stored_rows(v: Validation, rel: str, keys: list[list], numbers: np.ndarray,
     return None if any(bad.values()) else rows
 
 
-def _clean_keys(keys: list[list], wanted: Mapping[str, int], unique: list[tuple]) -> bool:
-    """Whether every row's eval set is one of ``wanted``, every id is safe text, and no key of ``unique`` repeats:
-    the common case, checked without a message per row (a row that fails is then worded by ``judge``)."""
-    return all(e in wanted for e in set(keys[0])) and _safe_ids(keys[1:3]) and len(set(unique)) == len(unique)
+def _clean_keys(keys: list[list], wanted: Mapping[str, int], unique: list[tuple] | None = None) -> bool:
+    """Whether every row's eval set is one of ``wanted``, every id is safe text, and no key of ``unique`` (if given)
+    repeats: the common case, checked without a message per row (a row that fails is then worded by ``judge``)."""
+    return all(e in wanted for e in set(keys[0])) and _safe_ids(keys[1:3]) and (unique is None or _unique(unique))
+
+
+def _unique(keys: list[tuple]) -> bool:
+    return len(set(keys)) == len(keys)
 
 
 # Ids found safe in this process: a tree's cells score the same test pairs again and again, so a set difference
@@ -253,7 +257,7 @@ def stored_candidates(v: Validation, rel: str, store, i: int, n_sets: Mapping[st
     """``read_candidates`` for cell ``i`` of a store, as columns (bench.core.columns.CandidateColumns), the scores of
     candidates 0 and 1 of a pair's set filled in from the pair's (bench.core.store.Store.candidate_columns); None
     after recording what is wrong."""
-    from bench.core.columns import CandidateColumns
+    from bench.core.columns import CandidateColumns, well_formed_sets
     from bench.core.store import StoreError
 
     try:
@@ -264,8 +268,12 @@ def stored_candidates(v: Validation, rel: str, store, i: int, n_sets: Mapping[st
     numbers = np.column_stack([grade, teacher, student])
     keys = [eval_set.tolist(), set_id.tolist(), pair_id.tolist()]
     if len(numbers) <= n * sum(n_sets.values()) and np.isfinite(numbers).all() and (candidate < n).all() and \
-            _clean_keys(keys, n_sets, list(zip(keys[0], keys[1], candidate.tolist()))):
-        return CandidateColumns(eval_set, set_id, pair_id, candidate, grade, teacher, student)
+            _clean_keys(keys, n_sets):
+        columns = CandidateColumns(eval_set, set_id, pair_id, candidate, grade, teacher, student)
+        # well-formed sets (found once, and read again by the recompute) hold no candidate twice: each set's
+        # rows are candidates 0, 1, ... and no set id starts two sets; only other rows need the check by key
+        if well_formed_sets(columns) is not None or _unique(list(zip(keys[0], keys[1], candidate.tolist()))):
+            return columns
     keys.append([str(c) for c in candidate.tolist()])   # the index as a file writes it, for the messages
     seen: set = set()
 
