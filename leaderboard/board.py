@@ -58,7 +58,7 @@ def marks(v: Validation) -> list[tuple[str, str]]:
         held = sum(not ref.get("replicate", 0) for ref in s.get("cells", []))
         done = sum(c["reproduced"] for c in record["cells"])
         if record["outcome"] == "reproduced":
-            found.append((f"reproduced {done} of {held} cells", f"the host ran {done} of its {held} cells again, "
+            found.append((f"reproduced {done}/{held}", f"the host ran {done} of its {held} cells again, "
                           "drawn by the host's seed, and each student gave the submitted per-pair verdicts "
                           "(bench reproduce)"))
         elif record["outcome"] == "inconclusive":

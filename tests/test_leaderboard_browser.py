@@ -467,6 +467,29 @@ def test_the_committed_boards_first_screen_ranks(browser, committed_validations,
         context.close()
 
 
+def test_the_committed_boards_live_first_screen_ranks(browser, committed_validations, shots):
+    """The live app on the committed board (its validations read from the session's record), opened at 1,440 x 900
+    and on a phone at 390 x 844: the first ranked row is on the first screen, unscrolled, and is rank 1 of the
+    group the board opens on."""
+    from leaderboard.app import serve
+
+    demo = serve(REFERENCE, port=(port := free_port()), block=False)
+    try:
+        for width, height, phone in ((1440, 900, False), (390, 844, True)):
+            context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=phone, has_touch=phone)
+            page = context.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            first = page.locator("#ranking tbody.ranked tr").first
+            first.wait_for(timeout=120_000)
+            page.screenshot(path=str(shots / f"committed-live-{width}.png"))
+            box = first.bounding_box()
+            assert box["y"] >= 0 and box["y"] + box["height"] <= height, (width, box)
+            assert first.locator("td").first.inner_text().strip() == "1"
+            context.close()
+    finally:
+        demo.close()
+
+
 @pytest.fixture(scope="module")
 def served_bon(tmp_path_factory, bon_runs, seq_runs):
     """The app over the submissions of two protocols with best-of-N candidate sets (conftest's ``bon_runs``, and

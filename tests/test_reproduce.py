@@ -54,7 +54,7 @@ def test_an_honest_submission_reproduces_and_is_recorded(submitted, capsys):
 
     [v] = load_board(work / "root" / "submissions", cache_dir=work / "board").validations
     assert v.ok and v.reproduction == record
-    assert ("reproduced 2 of 2 cells" in [badge for badge, _ in marks(v)])   # shown wherever the row is
+    assert ("reproduced 2/2" in [badge for badge, _ in marks(v)])   # shown wherever the row is
 
 
 def test_a_forged_student_fails_reproduction_naming_the_cell(submitted, tmp_path, capsys):
