@@ -134,6 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--method-file", type=Path, metavar="FILE.py",
                          help="with --until-decided: the file that defines a method run from one (bench run --method-file), "
                               "the very file its cells ran (same sha256), so that more of its seeds can run")
+    compare.add_argument("--plan", type=Path, metavar="PLAN.json",
+                         help="with --until-decided: the committed plan this comparison runs under (bench/core/plans.py: "
+                              "its comparisons and rule, fixed before the data); every look is logged with its id, and "
+                              "looks made under another plan are refused")
     compare.add_argument("--budget", type=float, default=2.0, metavar="CPU_HOURS",
                          help="with --until-decided: CPU-hours this command may spend (default 2)")
     compare.add_argument("--precision", type=float, default=1.0, metavar="POINTS",

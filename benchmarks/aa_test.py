@@ -17,6 +17,7 @@ With --sequential the comparison instead grows seed by seed from the plan's firs
 the first look that decides (what bench compare --until-decided does): the rate that matters for it.
 
     python benchmarks/aa_test.py FOLDER [--method naive] [--seeds-per-comparison 3] [--comparisons 400]
+    python benchmarks/aa_test.py FOLDER --shape     # per source: the pool's run SD and its runs' excess kurtosis
 """
 from __future__ import annotations
 
@@ -87,9 +88,20 @@ def main() -> None:
     p.add_argument("--control", action="store_true",
                    help="each run's control: the cell's other replicates (3+ per cell) minus B, as bench compare uses "
                         "the baseline's replicates")
+    p.add_argument("--shape", action="store_true", help="per source: the run SD (a cell's runs' SD, pooled over its "
+                   "seeds: control_variate.py --spreads) and the excess kurtosis of the runs' deviations from their cell's mean")
     args = p.parse_args()
     runs, looks = pool(args.folder, args.method)
     sources = sorted({s for _, s in runs})
+    if args.shape:
+        for s in sources:
+            cells = [np.asarray(v) for (_, src), v in sorted(runs.items()) if src == s and len(v) >= 2]
+            deviations = np.concatenate([v - v.mean() for v in cells])
+            sd = math.sqrt(sum(float(np.sum((v - v.mean()) ** 2)) for v in cells) / sum(len(v) - 1 for v in cells))
+            z = deviations / deviations.std()
+            print(f"{s}: {len(cells)} cells, run SD {sd:.2f}, excess kurtosis {float(np.mean(z ** 4)) - 3:+.1f}, "
+                  f"largest deviation {float(np.abs(z).max()):.1f} SDs")
+        return
     need = 3 if args.control else 2
     seeds = sorted(seed for seed in {j for j, _ in runs} if all(len(runs.get((seed, s), ())) >= need for s in sources))
     k = args.seeds_per_comparison

@@ -5,7 +5,8 @@ bench compare --until-decided does, without the ±1 stop), judged twice on the s
 over runs (bench.core.runs.stratified) and with the baseline's replicates as each run's control (its
 ``controls``). Per (seed, source) cell: naive's run and R replicates, each N(0, spread_s²); the method's run
 shares a part rho of naive's first run's noise (its student seeds) and is otherwise its own; the true
-difference is 0. Sources differ in noise: spread_s is drawn from 1 to 5 per comparison.
+difference is 0. Sources differ in noise: spread_s is drawn from 1 to 5 per comparison, or is given (--spreads: one
+SD per source, e.g. the A/A run SDs measured per source on mini-v2's naive pool).
 It prints both false-positive rates with their binomial SE, the comparisons only one rule decided, and the mean
 width of the two intervals at the last look (what the control buys).
 With --width-at S1 S2 ... it prints instead, per seed count, how often the deciding interval at that look of the
@@ -14,6 +15,7 @@ why the harness applies it from bench.core.runs.CONTROL_FROM seeds only), and th
 
     python benchmarks/control_variate.py [--rho 0 0.8] [--comparisons 10000] [--looks 3 10] [--replicates 2]
     python benchmarks/control_variate.py --width-at 3 5 10 --looks 3 20 --rho 0 --comparisons 1000
+    python benchmarks/control_variate.py --looks 3 20 --spreads 10.7 9.0 9.6 2.7 2.8 2.7   # the rule as used, v2's SDs
 """
 from __future__ import annotations
 
@@ -33,10 +35,11 @@ from bench.core.runs import stratified  # noqa: E402
 DRAW_SEED = 20261202
 
 
-def comparison(rng, looks: tuple[int, int], rho: float, replicates: int, sources: int = 6):
+def comparison(rng, looks: tuple[int, int], rho: float, replicates: int, spreads: list[float] | None = None):
     """(plain decided, controlled decided, plain width, controlled width at the last look) of one A/A comparison."""
     first, last = looks
-    spread = rng.uniform(1, 5, sources)
+    sources = len(spreads) if spreads else 6
+    spread = np.asarray(spreads) if spreads else rng.uniform(1, 5, sources)
     naive = rng.standard_normal((replicates + 1, last, sources)) * spread
     method = rho * naive[0] + math.sqrt(1 - rho * rho) * rng.standard_normal((last, sources)) * spread
     d, x = method - naive[0], naive[1:].mean(0) - naive[0]
@@ -69,6 +72,7 @@ def main() -> None:
     p.add_argument("--looks", type=int, nargs=2, default=[3, 10])
     p.add_argument("--replicates", type=int, default=2)
     p.add_argument("--width-at", type=int, nargs="+", metavar="SEEDS")
+    p.add_argument("--spreads", type=float, nargs="+", metavar="SD", help="each source's run SD (default: drawn)")
     args = p.parse_args()
     if args.width_at:
         runs_module.CONTROL_FROM = 2   # forced on: what applying it at these seed counts would do
@@ -82,12 +86,14 @@ def main() -> None:
                 print(f"rho {rho:.1f}, {seeds:>2} seeds: the control widens {100 * np.mean(ratio > 1):.0f}% "
                       f"({100 * np.mean(ratio > 2):.0f}% more than twofold); median width ratio {np.median(ratio):.2f}")
         return
-    print(f"{args.comparisons} A/A comparisons per row, looks {args.looks[0]}..{args.looks[1]} seeds, 6 sources "
-          f"(SDs from 1 to 5), {args.replicates} replicates of naive per cell; seed {DRAW_SEED}")
+    sds = f"SDs {', '.join(map(str, args.spreads))}" if args.spreads else "SDs from 1 to 5"
+    print(f"{args.comparisons} A/A comparisons per row, looks {args.looks[0]}..{args.looks[1]} seeds, "
+          f"{len(args.spreads) if args.spreads else 6} sources ({sds}), {args.replicates} replicates of naive per cell; "
+          f"seed {DRAW_SEED}")
     print(f"{'rho':>4} {'plain decided':>16} {'controlled':>16} {'only plain':>11} {'only ctrl':>10} {'width ratio':>12}")
     for rho in args.rho:
         rng = np.random.default_rng([DRAW_SEED, int(round(rho * 100))])
-        out = np.array([comparison(rng, tuple(args.looks), rho, args.replicates) for _ in range(args.comparisons)])
+        out = np.array([comparison(rng, tuple(args.looks), rho, args.replicates, args.spreads) for _ in range(args.comparisons)])
         n = len(out)
         plain, ctrl = out[:, 0].mean(), out[:, 1].mean()
         se = [math.sqrt(r * (1 - r) / n) for r in (plain, ctrl)]

@@ -229,3 +229,55 @@ def test_until_decided_neither_replaces_its_cells_nor_pairs_across_cpu_kernels(t
     assert "resume from the commit, packages" in err and "AVX9" not in err and "run again" not in err
     assert not (group / "length" / "seed2").exists()
     assert [json.loads(p.read_text())["cell_key"] for p in naive_seed2] == ["0" * 24] * len(naive_seed2)
+
+
+def test_a_plan_fixes_the_comparisons_and_rule_and_its_looks_cannot_mix_with_others(tmp_path, capsys, monkeypatch,
+                                                                                    small_protocol, registered_small):
+    """bench compare --until-decided --plan FILE (bench.core.plans): a plan whose rule is not the harness's, or that
+    does not list the comparison, is refused before anything runs; each look is logged under the plan's id; and a
+    later call under another plan (an edited file is one) or under none is refused, naming what to do."""
+    import json
+    import re
+
+    from bench.cli import main
+    from bench.core.plans import log_path, logged_looks
+    from bench.core.protocols import PROTOCOLS
+
+    _, models = registered_small
+    protocol = dataclasses.replace(small_protocol, name="mini-plan", seeding="per-source", looks=(2, 3), seeds=(0, 1))
+    monkeypatch.setitem(PROTOCOLS._entries, protocol.name, protocol)
+    out = tmp_path / "out"
+    for method, replicate in (("naive", 0), ("length", 0), ("naive", 1)):
+        pipeline.run(RunSettings(protocol, models, method, {}, protocol.datasets, [0, 1], out, tmp_path / "cache",
+                                 replicate=replicate))
+    group = out / protocol.name / models.name
+    plan = {"plan": "test-plan", "version": 1, "fixed": "2026-12-06", "protocol": protocol.name, "models": models.name,
+            "metric": "nts", "looks": [2, 3], "spending": "obrien-fleming", "level": 0.95, "precision": 1.0,
+            "control": {"baseline": "naive", "from_seeds": 5}, "family": "holm",
+            "comparisons": [{"a": "length", "b": "naive", "fresh_from": 0}]}
+
+    def compare(given: dict | None, *more: str) -> int:
+        args = ["compare", "length", "naive", "--out", str(group), "--until-decided", "--budget", "0",
+                "--cache-dir", str(tmp_path / "cache"), *more]
+        if given is not None:
+            (tmp_path / "plan.json").write_text(json.dumps(given))
+            args += ["--plan", str(tmp_path / "plan.json")]
+        return main(args)
+
+    def refused(why: str, given: dict | None, *more: str) -> bool:
+        return compare(given, *more) != 0 and re.search(why, capsys.readouterr().err) is not None
+
+    assert refused("it fixed no control, and this harness corrects each run", {**plan, "control": None})
+    assert refused("its looks are \\[3, 20\\], the protocol's \\[2, 3\\]", {**plan, "looks": [3, 20]})
+    assert refused("length − naive is not one of plan test-plan v1 .* Fix:",
+                   {**plan, "comparisons": [{"a": "naive#1", "b": "naive"}]})
+    assert refused("fixed ±1. Fix: drop --precision", plan, "--precision", "0")
+    assert not log_path(group, "length", "naive", 0).exists()   # refused before any look
+
+    assert compare(plan) == 0   # --budget 0: one look at the seeds held, then it stops
+    assert "under plan test-plan v1 (" in capsys.readouterr().out
+    (look,) = logged_looks(log_path(group, "length", "naive", 0))
+    assert look["plan"].startswith("test-plan v1 (") and look["seeds"] == 2
+    assert compare(plan) == 0 and len(logged_looks(log_path(group, "length", "naive", 0))) == 1   # the same look
+    for other in ({**plan, "version": 2}, None):
+        assert refused("made under test-plan v1 .* a look under another plan cannot count", other)

@@ -94,7 +94,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return until_decided(args.out[0] if len(args.out) == 1 else args.out, args.a, args.b,
                              budget_hours=args.budget, precision=args.precision, batch=args.batch,
                              jobs=args.jobs or auto_jobs(), cache_dir=args.cache_dir, metric=args.metric,
-                             from_seed=args.fresh_from, method_file=args.method_file)
+                             from_seed=args.fresh_from, method_file=args.method_file, plan_file=args.plan)
 
     board, (a, b) = board_for(args.out, [args.a, args.b], args.metric, args.fresh_from)
     picked = {} if args.fresh_from else chosen_on_first_seeds(args.out, a)

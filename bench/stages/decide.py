@@ -108,7 +108,8 @@ def run_seeds(sides: list, seeds: list[int], jobs: int) -> None:
 
 def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: float = 1.0, batch: int = 1,
                   jobs: int = 1, cache_dir: Path | None = None, metric: str = "nts", from_seed: int = 0,
-                  method_file: Path | None = None) -> int:
+                  method_file: Path | None = None, plan_file: Path | None = None) -> int:
+    from bench.core import plans
     from bench.core.compare import LABELS, board_for, interval_text, plural
 
     if not isinstance(out, (str, Path)):
@@ -132,12 +133,18 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
     if last < first:
         raise BenchError(f"--fresh-from {from_seed} leaves {max(0, last)} of the seeds a submission of {protocol} can "
                          f"hold, fewer than the plan's first look ({first}); give a smaller seed")
+    plan = _plan(plan_file, sides[0].protocol, models, slug_a, slug_b, metric, from_seed, precision)
+    log = plans.log_path(Path(out), slug_a, slug_b, from_seed)
+    plans.check_log(log, plan, slug_a, slug_b)   # before any seed runs: a refused comparison spends nothing
     spent, start = 0.0, cpu_seconds()
     fresh = (f" from seed {from_seed} (the seeds before it chose {slug_a}: left out; the last look at seed "
              f"{from_seed + last - 1}, the last a submission holds)" if from_seed else "")
     print(f"{slug_a} − {slug_b} on {protocol}/{models}: {LABELS[metric]['nts']} over independent runs{fresh}, "
           f"looks at {first}..{last} seeds; stop when decided, at ±{precision:g} points, at {last} seeds or after "
           f"{budget_hours:g} CPU-hours" + (f"; {', '.join(controls)} run too, the control of each run" if controls else ""))
+    print(f"under plan {plan.id}, fixed {plan.fixed}: every look is logged in {log}" if plan is not None else
+          f"under no plan (--plan FILE: a plan fixed before the data, bench/core/plans.py): its looks, logged in {log}, "
+          "are tied to no rule fixed in advance, so its verdict is post hoc")
     if from_seed:   # the fresh seeds of the first look; a look at fewer decides nothing (its boundary is infinite)
         run_seeds(sides, list(range(from_seed, from_seed + first)), jobs)
     while True:
@@ -145,6 +152,8 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
         delta = board.runs_delta(slug_a, slug_b)
         half = (delta.high - delta.low) / 2
         spent = cpu_seconds() - start
+        if not any(look.get("seeds") == delta.seeds for look in plans.logged_looks(log)):   # a resumed look is one
+            plans.log_look(log, plan, delta, from_seed)
         print(f"  {delta.seeds} seeds, {delta.runs} runs: {delta.estimate:+.2f} {interval_text(delta.low, delta.high)} "
               f"(boundary t {delta.boundary:.2f}, df {delta.df}, run SD {delta.sd:.2f}{' corrected' if delta.controls else ''}"
               f"{', ' + plural(delta.controls, 'control replicate') if delta.controls else ''}); "
@@ -163,3 +172,27 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
         print(f"  running seeds {from_seed + delta.seeds}..{seeds[-1]} of each ({len(sides)} runs per cell x "
               f"{len(sides[0].protocol.sources)} sources)", file=sys.stderr, flush=True)
         run_seeds(sides, seeds, jobs)
+
+
+def _plan(plan_file: Path | None, protocol, models: str, a: str, b: str, metric: str, from_seed: int, precision: float):
+    """The plan (bench.core.plans) a comparison runs under, checked: its rule is this harness's, and it lists this
+    comparison, on this model pair, with this --fresh-from and --precision; None without --plan."""
+    from bench.core import plans
+    from bench.core.runs import CONTROL_FROM
+    from bench.core.sequential import LEVEL
+
+    if plan_file is None:
+        return None
+    plan = plans.read_plan(plan_file)
+    plans.check_rule(plan, protocol, metric, CONTROL_FROM, LEVEL)
+    if plan.models != models:
+        raise BenchError(f"plan {plan.id} is for model pair {plan.models}, not {models}")
+    if plan.comparison(a, b, from_seed) is None:
+        listed = ", ".join(f"{c.a} − {c.b}" + (f" from seed {c.fresh_from}" if c.fresh_from else "")
+                           for c in plan.comparisons)
+        raise BenchError(f"{a} − {b}{f' from seed {from_seed}' if from_seed else ''} is not one of plan {plan.id}'s "
+                         f"comparisons ({listed}). Fix: run one it lists, or commit a new version of the plan that "
+                         "lists it, before its first look")
+    if precision != plan.precision:
+        raise BenchError(f"--precision {precision:g}: plan {plan.id} fixed ±{plan.precision:g}. Fix: drop --precision")
+    return plan

@@ -1,0 +1,155 @@
+"""Plans fixed before their data: a committed file names a family of comparisons and the rule that decides them,
+and every look ``bench compare --until-decided --plan FILE`` makes is logged under the plan's id, so that a look
+made under another plan (or none) cannot count towards its decision.
+
+A plan file (``plans/<name>-v<version>.json``):
+
+    {"plan": "mini-v2-reference", "version": 2, "fixed": "2026-12-04",
+     "protocol": "mini-v2", "models": "tiny-lr3e-4", "metric": "nts",
+     "looks": [3, 20], "spending": "obrien-fleming", "level": 0.95, "precision": 1.0,
+     "control": {"baseline": "naive", "from_seeds": 5},
+     "family": "holm",
+     "comparisons": [{"a": "warm", "b": "naive", "fresh_from": 3}, ...]}
+
+- ``looks``, ``spending``, ``level``: the sequential boundary (bench.core.sequential): its looks must be the
+  protocol's, the rest this harness's.
+- ``control``: the baseline's replicates correct each run's difference from ``from_seeds`` seeds on
+  (bench.core.runs.CONTROL_FROM), or null for a plan fixed without that correction. This harness applies its own
+  rule, so a plan whose rule is not it is refused: its looks were decided by another rule.
+- ``family``: how the comparisons' verdicts are stated together (Holm over the family, beside each alone).
+
+A plan's id is its name, version and the first 12 hex digits of its file's sha256 (``Plan.id``): a plan is
+changed by a new version, and an edited file is another plan.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import date
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bench.core.errors import BenchError
+
+SPENDING = "obrien-fleming"   # bench.core.sequential: O'Brien-Fleming-type spending (Lan & DeMets)
+FAMILY = "holm"
+LOOKS_LOG = "looks"           # <results folder>/looks/<A>--<B>[--from<N>].jsonl: every look and its plan
+
+
+class Control(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    baseline: str
+    from_seeds: int = Field(ge=2)
+
+
+class Comparison(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    a: str
+    b: str
+    fresh_from: int = Field(0, ge=0)
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    plan: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
+    version: int = Field(ge=1)
+    fixed: date
+    protocol: str
+    models: str
+    metric: str = Field(pattern="^(nts|bon-nts)$")
+    looks: tuple[int, int]
+    spending: str
+    level: float
+    precision: float = Field(ge=0)
+    control: Control | None
+    family: str
+    comparisons: list[Comparison] = Field(min_length=1)
+    sha256: str = Field("", exclude=True)   # of the file it was read from
+
+    @property
+    def id(self) -> str:
+        return f"{self.plan} v{self.version} ({self.sha256[:12]})"
+
+    def comparison(self, a: str, b: str, fresh_from: int) -> Comparison | None:
+        return next((c for c in self.comparisons if (c.a, c.b, c.fresh_from) == (a, b, fresh_from)), None)
+
+
+def read_plan(path: Path) -> Plan:
+    """The plan in ``path``; a BenchError naming what is wrong with the file."""
+    try:
+        raw = Path(path).read_bytes()
+        plan = Plan.model_validate(json.loads(raw))
+    except OSError as error:
+        raise BenchError(f"--plan {path}: cannot read it ({error.strerror})") from None
+    except ValueError as error:   # not JSON, or not a plan (pydantic's ValidationError is a ValueError)
+        what = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors()[:5]) \
+            if isinstance(error, ValidationError) else str(error)[:200]
+        raise BenchError(f"--plan {path}: not a plan file ({what}). Fix: write it as bench/core/plans.py shows") from None
+    return plan.model_copy(update={"sha256": hashlib.sha256(raw).hexdigest()})
+
+
+def check_rule(plan: Plan, protocol, metric: str, control_from: int, level: float) -> None:
+    """Refuse a plan that is not for this protocol and metric, or whose rule is not the one this harness applies
+    (``control_from``: bench.core.runs.CONTROL_FROM; ``level``: bench.core.sequential.LEVEL)."""
+    problems = []
+    if plan.protocol != protocol.name:
+        problems.append(f"it is for protocol {plan.protocol}, not {protocol.name}")
+    if plan.metric != metric:
+        problems.append(f"it decides on {plan.metric}, not {metric}")
+    if tuple(plan.looks) != tuple(protocol.looks or ()):
+        problems.append(f"its looks are {list(plan.looks)}, the protocol's {list(protocol.looks or ())}")
+    if plan.spending != SPENDING or plan.level != level or plan.family != FAMILY:
+        problems.append(f"its boundary ({plan.spending}, level {plan.level}, family {plan.family}) is not this "
+                        f"harness's ({SPENDING}, level {level}, family {FAMILY})")
+    if plan.control is None or plan.control.from_seeds != control_from:
+        fixed = "no control" if plan.control is None else f"the control from {plan.control.from_seeds} seeds"
+        problems.append(f"it fixed {fixed}, and this harness corrects each run by the baseline's replicates from "
+                        f"{control_from} seeds")
+    if problems:
+        raise BenchError(f"plan {plan.id}: {'; '.join(problems)}. Its looks were (or would be) decided by another "
+                         "rule. Fix: commit a new version of the plan, fixed before the looks it is to decide")
+
+
+def log_path(out: Path, a: str, b: str, fresh_from: int) -> Path:
+    return Path(out) / LOOKS_LOG / f"{a}--{b}{f'--from{fresh_from}' if fresh_from else ''}.jsonl"
+
+
+def logged_looks(path: Path) -> list[dict]:
+    """The looks a comparison's log holds; a last line cut off mid-write is not one."""
+    if not path.is_file():
+        return []
+    found = []
+    for line in path.read_text().splitlines():
+        try:
+            found.append(json.loads(line))
+        except ValueError:
+            continue
+    return found
+
+
+def check_log(path: Path, plan: Plan | None, a: str, b: str) -> None:
+    """Refuse to go on with a comparison whose earlier looks were made under another plan than ``plan`` (or under
+    none, where one is given now, or under one, where none is): such a look may have shaped the plan or the choice
+    to go on, so it cannot count towards this plan's decision."""
+    mine = plan.sha256 if plan is not None else None
+    other = [look for look in logged_looks(path) if look.get("plan_sha256") != mine]
+    if other:
+        seeds = max(int(look.get("seeds", 0)) for look in other)
+        made = other[-1].get("plan") or "no plan"
+        now = plan.id if plan is not None else "no plan"
+        raise BenchError(f"{path}: {len(other)} earlier look(s) of {a} − {b} (up to {seeds} seeds) were made under "
+                         f"{made}, and this one would be under {now}: a look under another plan cannot count towards "
+                         f"its decision. Fix: go on under the plan those looks were made under, or start the "
+                         f"comparison afresh past their seeds (--fresh-from, a plan comparison with that fresh_from)")
+
+
+def log_look(path: Path, plan: Plan | None, delta, fresh_from: int) -> None:
+    """Append one look (a bench.core.runs.RunsDelta) to the comparison's log, with its plan's id."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    look = {"plan": plan.id if plan is not None else None, "plan_sha256": plan.sha256 if plan is not None else None,
+            "fresh_from": fresh_from, "seeds": delta.seeds, "runs": delta.runs, "estimate": delta.estimate,
+            "low": delta.low, "high": delta.high, "decided": bool(delta.decided), "controls": delta.controls}
+    with open(path, "a") as handle:
+        handle.write(json.dumps(look) + "\n")
+        handle.flush()
