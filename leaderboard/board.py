@@ -95,6 +95,8 @@ class Board:
     protocols: Mapping = field(default_factory=dict, repr=False)
     # where the decisions of unchanged groups are kept (leaderboard.decided), beside the validation record; None: nowhere
     record_dir: Path | None = field(default=None, repr=False)
+    # the committed plans beside the submissions root (bench.core.plans): which one each decision was made under
+    plans: list = field(default_factory=list, repr=False)
 
     @cached_property
     def _row_lists(self) -> dict[int, list[dict]]:
@@ -362,12 +364,13 @@ def load_board(root: Path, protocols: Mapping | None = None, model_pairs: Mappin
     """Validate every submission under ``root`` (``protocols`` / ``model_pairs`` add specs to the
     registries), reusing the stored outcome of each submission whose files did not change
     (``bench.submissions.record``; ``cache_dir`` defaults to $SHIFTBENCH_CACHE/leaderboard)."""
+    from bench.core.plans import PLANS, read_plans
     from bench.submissions.record import default_dir, validate_tree
 
     validations = validate_tree(Path(root), protocols, model_pairs, cache_dir) if Path(root).is_dir() else []
     apply_reproductions(validations, Path(root).parent / RECORDS)
     return Board(Path(root), validations, teacher_conflicts(validations), protocols=dict(protocols or {}),
-                 record_dir=Path(cache_dir or default_dir()) / "decisions")
+                 record_dir=Path(cache_dir or default_dir()) / "decisions", plans=read_plans(Path(root).parent / PLANS))
 
 
 # --- filters ---------------------------------------------------------------------------------------------

@@ -276,6 +276,9 @@ class Verdict:
     family: tuple[str, ...] = ()   # of the decided ones, those decided family-wise too (Holm over the group's comparisons)
     comparisons: int = 0           # how many comparisons against naive that family holds (the ceiling's too)
     deltas: tuple[tuple[str, float, float, float], ...] = ()   # of the decided ones: (name, Δ NTS, the deciding interval)
+    # of the decided ones (the ceiling too), on a protocol that grows comparisons: (name, the plan that listed it before
+    # its looks, bench.core.plans, as "mini-v2-reference v3 (fixed 2026-12-03)"; "" for none)
+    plans: tuple[tuple[str, str], ...] = ()
 
     def head(self) -> str:
         """Which methods are decidedly better or worse than naive, and which are not."""
@@ -334,7 +337,21 @@ class Verdict:
         return (self.family_wise() + f"Δ NTS vs naive is {decision_rule(self.independent)}. Each row's decided column is its own 95% "
                 f"decision, not corrected across rows: if none of these {n} differed from naive, on average up to "
                 f"{chance} would still come out decided by chance; the family-wise column is corrected (Holm), so any "
-                "false decision among them has at most a 5% chance." + self._fresh() + self._seeds())
+                "false decision among them has at most a 5% chance." + self._fresh() + self._seeds() + self._plans())
+
+    def _plans(self) -> str:
+        """Which plan each decision was made under (the committed plan that listed its comparison before its looks,
+        with the rule applied), and which were decided in none: post hoc, to be weighed as such."""
+        if not self.plans:
+            return ""
+        named: dict[str, list[str]] = {}
+        for name, plan in self.plans:
+            named.setdefault(plan, []).append(name)
+        under = [f"{', '.join(names)} under plan {plan}" for plan, names in named.items() if plan]
+        none = named.get("", [])
+        return (" Plans (plans/, bench/core/plans.py): " + "; ".join(under) + ("; " if under and none else "")
+                + (f"{', '.join(none)} decided in no plan: grown after their first looks, post hoc" if none else "")
+                + ".")
 
     def _seeds(self) -> str:
         """What the numbers are over, and why some Δ intervals are so wide, where rows hold different seeds: NTS and
@@ -405,4 +422,21 @@ def verdict(board: Board, table: pd.DataFrame) -> Verdict:
                    comparisons=int(counted["family"].max()) if "family" in counted and len(counted) else 0,
                    deltas=tuple((n, float(d), float(low), float(high)) for n, d, low, high, side in zip(
                        rows["name"], rows["Δ NTS vs naive"], rows["Δ decides low"], rows["Δ decides high"],
-                       rows["decided"]) if side in ("better", "worse")) if set(DELTA_COLUMNS) <= set(rows) else ())
+                       rows["decided"]) if side in ("better", "worse")) if set(DELTA_COLUMNS) <= set(rows) else (),
+                   plans=_plans_of(board, pd.concat([rows, ceilings.assign(name="the ceiling")]))
+                   if independent and board is not None and board.plans else ())
+
+
+def _plans_of(board: Board, decided: pd.DataFrame) -> tuple[tuple[str, str], ...]:
+    """(name, plan) of each decided row: the first committed plan version listing its comparison against naive under
+    the harness's rule (bench.core.plans.plan_of), as "NAME vVERSION (fixed DATE)", or "" for none."""
+    from bench.core.plans import plan_of
+    from bench.core.runs import CONTROL_FROM
+    from bench.core.sequential import LEVEL
+
+    found = []
+    for _, row in decided[decided["decided"].isin(["better", "worse"])].iterrows():
+        plan = plan_of(board.plans, row["protocol"], row["model pair"], str(row["submission"]).rsplit("/", 1)[-1],
+                       BASELINE, int(row["fresh from"] or 0), CONTROL_FROM, LEVEL)
+        found.append((row["name"], f"{plan.plan} v{plan.version} (fixed {plan.fixed})" if plan else ""))
+    return tuple(found)

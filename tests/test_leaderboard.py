@@ -565,6 +565,27 @@ def test_the_verdict_reads_the_harness_rule(reference):
     assert travel.worse != found.worse or travel.undecided != found.undecided
 
 
+def test_each_decision_names_the_plan_it_was_made_under(reference):
+    """On mini-v2 (a protocol that grows its comparisons), the verdict's rule names, for each decided row and the
+    ceiling, the first committed plan version that listed its comparison under the rule applied (plans/,
+    bench.core.plans), and calls a decision in none post hoc; mini's one-look group names none."""
+    from bench.core.plans import read_plans
+
+    plans = read_plans(REFERENCE.parent / "plans")
+    assert [p.id.split(" (")[0] for p in plans] == [f"mini-v2-reference v{k}" for k in (1, 2, 3)]
+    found = core.verdict(reference, core.ranking(reference, protocol="mini-v2", models="tiny-lr3e-4"))
+    named = dict(found.plans)
+    decided = [*found.better, *found.worse]
+    assert set(named) == {*decided, "the ceiling"}
+    for name, plan in named.items():   # every listed comparison's first version under the control rule is v2 or v3
+        listed = any(c.a.split("_")[0] == name.split(" ")[0] for p in plans for c in p.comparisons) or \
+            name == "the ceiling"
+        assert bool(plan) == listed and (not plan or plan.startswith(("mini-v2-reference v2 ", "mini-v2-reference v3 ")))
+    assert named["warm"] == "mini-v2-reference v3 (fixed 2026-12-03)"   # chosen on seeds 0-2, listed before its fresh looks
+    assert "decided in no plan: grown after their first looks, post hoc" in found.rule()
+    assert "Plans (plans/" not in core.verdict(reference, mini_tiny(reference)).rule()
+
+
 @pytest.mark.parametrize("rows, chance", [(23, "1.15"), (24, "1.2"), (20, "1"), (1, "0.05")])
 def test_the_chance_count_is_n_over_20_exactly(rows, chance):
     from leaderboard.ranking import Verdict

@@ -3,6 +3,7 @@ huggingface_hub's snapshot_download keeps it, read through the same code as onli
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -55,3 +56,24 @@ def test_a_dataset_never_fetched_is_a_clear_error_offline(tmp_path, monkeypatch,
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "could not be fetched" in err and "HF_HUB_OFFLINE=1" in err
+
+
+def test_a_hub_folder_is_fetched_with_the_records_beside_it(tmp_path, monkeypatch):
+    """hf://datasets/ORG/NAME/results/submissions fetches that folder and, beside it, the host's reproductions and the
+    plans the board reads (bench.core.location: the same names bench reproduce and bench.core.plans use)."""
+    import huggingface_hub
+
+    from bench.core.plans import PLANS
+    from bench.submissions.reproduce import RECORDS
+
+    asked = {}
+
+    def fetch(repo, **given):
+        asked.update(given)
+        (Path(given["local_dir"]) / "results" / "submissions").mkdir(parents=True)
+        return given["local_dir"]
+
+    monkeypatch.setenv("SHIFTBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fetch)
+    results_folder("hf://datasets/org/results/results/submissions")
+    assert asked["allow_patterns"] == ["results/submissions/**", f"results/{RECORDS}/**", f"results/{PLANS}/**"]

@@ -18,6 +18,8 @@ from pathlib import Path
 from bench.core.errors import BenchError
 
 HUB = "hf://datasets/"
+REPRODUCTIONS = "reproductions"   # beside a submissions folder: the host's reruns of some cells (bench reproduce)
+PLANS = "plans"                   # beside it too: the plans its comparisons were grown under (bench.core.plans)
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _HUB_RE = re.compile(rf"hf://datasets/(?P<repo>{_NAME}/{_NAME})(?:@(?P<revision>[A-Za-z0-9._/-]+?))?"
                      rf"(?:/(?P<folder>{_NAME}(?:/{_NAME})*))?/?")
@@ -53,8 +55,11 @@ def results_folder(text: str | Path) -> Path:
 
     target = local_dir(repo, revision)
     try:
+        # a folder's dataset files, and the records the board reads beside it
+        beside = f"{folder.rpartition('/')[0]}/" if "/" in folder else ""
         fetched = Path(snapshot_download(repo, repo_type="dataset", revision=revision, local_dir=target,
-                                         allow_patterns=[f"{folder}/**"] if folder else None))
+                                         allow_patterns=[f"{folder}/**", *(f"{beside}{name}/**" for name in
+                                                                          (REPRODUCTIONS, PLANS))] if folder else None))
     except Exception as error:   # huggingface_hub's many kinds: offline, not found, gated, network
         raise BenchError(f"{text}: could not be fetched ({type(error).__name__}: {str(error)[:300]}). Check the "
                          "dataset's name and revision and the network; with HF_HUB_OFFLINE=1 only a dataset fetched "

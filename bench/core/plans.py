@@ -31,6 +31,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bench.core.errors import BenchError
+from bench.core.location import PLANS  # noqa: F401 (beside a submissions root: the committed plan files)
 
 SPENDING = "obrien-fleming"   # bench.core.sequential: O'Brien-Fleming-type spending (Lan & DeMets)
 FAMILY = "holm"
@@ -65,6 +66,7 @@ class Plan(BaseModel):
     control: Control | None
     family: str
     comparisons: list[Comparison] = Field(min_length=1)
+    note: str = ""   # what a reader needs besides the fields: when and from what a plan written later was taken
     sha256: str = Field("", exclude=True)   # of the file it was read from
 
     @property
@@ -87,6 +89,25 @@ def read_plan(path: Path) -> Plan:
             if isinstance(error, ValidationError) else str(error)[:200]
         raise BenchError(f"--plan {path}: not a plan file ({what}). Fix: write it as bench/core/plans.py shows") from None
     return plan.model_copy(update={"sha256": hashlib.sha256(raw).hexdigest()})
+
+
+def read_plans(folder: Path) -> list[Plan]:
+    """Every plan file in ``folder`` (none where it is missing), oldest version first; a BenchError names a file that
+    is not a plan."""
+    found = [read_plan(path) for path in sorted(Path(folder).glob("*.json"))] if Path(folder).is_dir() else []
+    return sorted(found, key=lambda plan: (plan.plan, plan.version))
+
+
+def plan_of(plans: list[Plan], protocol: str, models: str, a: str, b: str, fresh_from: int, control_from: int,
+            level: float) -> Plan | None:
+    """The first plan version that lists A − B (from ``fresh_from``) on this group under the rule this harness applies
+    (``check_rule``'s): the one its looks under that rule were made under, as a later version adds comparisons
+    beside it; None for a comparison no such plan lists."""
+    for plan in plans:
+        if (plan.protocol, plan.models) == (protocol, models) and plan.comparison(a, b, fresh_from) is not None \
+                and plan.control is not None and plan.control.from_seeds == control_from and plan.level == level:
+            return plan
+    return None
 
 
 def check_rule(plan: Plan, protocol, metric: str, control_from: int, level: float) -> None:

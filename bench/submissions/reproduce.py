@@ -33,13 +33,15 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from bench.core.location import REPRODUCTIONS
+
 FORMAT = "shiftbench-reproduction/v1"
 SHARE, AT_LEAST = 0.01, 1   # the rule's room: max(AT_LEAST, SHARE of the pairs or sets) per eval set
 RULE = (f"a cell is reproduced when, on every eval set, the rerun scores the same test pairs (and best-of-N sets) and "
         f"its student's verdicts differ from the submitted ones on at most max({AT_LEAST}, {SHARE:.0%} of the pairs) "
         f"pairs, and its best-of-N credits in at most max({AT_LEAST}, {SHARE:.0%} of the sets) sets; a cell of a "
         f"label-side method outside that whose rerun trained its teacher to other soft labels is inconclusive")
-RECORDS = "reproductions"
+RECORDS = REPRODUCTIONS   # beside the submissions root (bench.core.location: a Hub dataset's are fetched with it)
 
 
 def allowed(n: int) -> int:
