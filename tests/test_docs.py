@@ -1,6 +1,6 @@
 """The docs show the code that the tests run: docs/adding-a-method.md against the example plugin."""
-import importlib.util
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,12 +18,12 @@ def test_adding_a_method_shows_the_example_plugin_verbatim():
     assert code_blocks(doc, "toml")[0] == (PLUGIN / "pyproject.toml").read_text()
 
 
-def test_the_hand_computation_in_the_doc_passes():
+def test_the_hand_computation_in_the_doc_passes(monkeypatch):
+    """The page's test file, run as the page says: beside smoothed.py, importing it."""
     doc = ROOT / "docs" / "adding-a-method.md"
-    spec = importlib.util.spec_from_file_location("doc_smoothed", PLUGIN / "shiftbench_example" / "smoothed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    namespace = {"Smoothed": module.Smoothed}
+    monkeypatch.syspath_prepend(str(PLUGIN / "shiftbench_example"))   # where smoothed.py is
+    monkeypatch.delitem(sys.modules, "smoothed", raising=False)
+    namespace: dict = {}
     exec(code_blocks(doc, "python")[1], namespace)
     namespace["test_smoothed_by_hand"]()
 
