@@ -312,3 +312,16 @@ def test_load_cells_refuses_a_changed_scores_file(tmp_path):
     (copy / "scores.csv.gz").write_bytes((folder / "scores.csv.gz").read_bytes() + b"\0")
     with pytest.raises(ValueError, match="does not match the sha256"):
         load_cells([copy])
+
+
+def test_above_counts_what_pairwise_comparisons_count():
+    """bench.core.stats.above (how many values of a replicate are above each: its rank - 1) equals the count by
+    comparisons, with ties, signed zeros, infinities and a NaN (which takes the comparisons' own path)."""
+    from bench.core.stats import above
+
+    rng = np.random.default_rng(7)
+    for m, b in ((1, 4), (3, 9), (70, 50)):
+        x = np.round(rng.standard_normal((m, b)), 1)
+        x[0, 0], x[-1, 1], x[0, 2] = -0.0, np.inf, -np.inf
+        for values in (x, np.where(np.arange(b) == 3, np.nan, x)):
+            assert np.array_equal(above(values), (values[None, :, :] > values[:, None, :]).sum(1))

@@ -432,12 +432,10 @@ class Board:
         point = self._values(category, source, False)["nts"][1][idx, 0]
         boot = self._values(category, source, True)["nts"][1][idx]
         rank = 1 + (point[None, :] > point[:, None]).sum(1)
-        # per replicate, 1 + the number of methods above: METHODS_PER_STEP rows at a time, (step, M, B) booleans
-        ranks = np.concatenate([1 + (boot[None] > boot[lo:lo + METHODS_PER_STEP, None]).sum(1)
-                                for lo in range(0, len(idx), METHODS_PER_STEP)])
+        ranks = 1 + above(boot)   # per replicate, 1 + the number of methods above
         q = (1 - LEVEL) / 2
-        out = [RankInterval(self.methods[i], int(r), int(np.quantile(ranks[k], q, method="inverted_cdf")),
-                            int(np.quantile(ranks[k], 1 - q, method="inverted_cdf")), float(point[k]))
+        low, high = (np.quantile(ranks, level, axis=1, method="inverted_cdf") for level in (q, 1 - q))
+        out = [RankInterval(self.methods[i], int(r), int(low[k]), int(high[k]), float(point[k]))
                for k, (i, r) in enumerate(zip(idx, rank))]
         return sorted(out, key=lambda r: (r.rank, r.method))
 
@@ -445,6 +443,20 @@ class Board:
         if method not in self.methods:
             raise ValueError(f"method {method!r} is not on the board: {', '.join(self.methods)}")
         return self.methods.index(method)
+
+
+def above(values: np.ndarray) -> np.ndarray:
+    """(M, B) -> (M, B) counts: in each column, how many values are greater than each (ties count as not above).
+    Each column sorted once and searched, M log M per replicate rather than M² comparisons; where a value is NaN
+    (which no order holds) by the comparisons themselves, METHODS_PER_STEP rows at a time."""
+    if np.isnan(values).any():
+        return np.concatenate([(values[None] > values[lo:lo + METHODS_PER_STEP, None]).sum(1)
+                               for lo in range(0, len(values), METHODS_PER_STEP)])
+    ordered = np.sort(values, axis=0)
+    found = np.empty(values.shape, dtype=np.int64)
+    for b in range(values.shape[1]):
+        found[:, b] = len(values) - np.searchsorted(ordered[:, b], values[:, b], side="right")
+    return found
 
 
 def plain(obj):
