@@ -127,7 +127,8 @@ def cell_table(results: list[CellResult]) -> str:
         body.append([source, target, *(fmt(per_seed[c].mean(), None if sd is None else sd[c], c in GAINS)
                                        for c in columns)])
     summary = summarise(cells)
-    body.append([f"mean ({int(summary['cells'])} cells", f"x {int(summary['seeds'])} seeds)",
+    seeds = int(summary["seeds"])   # the rows are source -> target pairs, not the (seed, source) cells a run counts
+    body.append([f"mean ({int(summary['cells'])} rows", f"x {seeds} seed{'' if seeds == 1 else 's'})",
                  *(fmt(summary[c], summary[f"{c}_sd"], c in GAINS) for c in columns)])
     widths = [max(len(str(row[i])) for row in [header, *body]) for i in range(len(header))]
     for row in [header, *body]:
