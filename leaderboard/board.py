@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from bench.core.compare import BASELINE, LABELS, Decision, deciding_interval, decision_table, holm
+from bench.core.errors import BenchError
 from bench.core.protocols import replaced_by
 from bench.core.report import COLUMNS, params_text
 from bench.submissions.facts import cell_facts
@@ -369,8 +371,13 @@ def load_board(root: Path, protocols: Mapping | None = None, model_pairs: Mappin
 
     validations = validate_tree(Path(root), protocols, model_pairs, cache_dir) if Path(root).is_dir() else []
     apply_reproductions(validations, Path(root).parent / RECORDS)
+    try:
+        plans = read_plans(Path(root).parent / PLANS)
+    except BenchError as error:   # a host's plans are checked by its tests; a board of others' results shows without
+        print(f"warning: the plans beside {root} are not read: {error}", file=sys.stderr)
+        plans = []
     return Board(Path(root), validations, teacher_conflicts(validations), protocols=dict(protocols or {}),
-                 record_dir=Path(cache_dir or default_dir()) / "decisions", plans=read_plans(Path(root).parent / PLANS))
+                 record_dir=Path(cache_dir or default_dir()) / "decisions", plans=plans)
 
 
 # --- filters ---------------------------------------------------------------------------------------------

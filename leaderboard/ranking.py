@@ -350,7 +350,7 @@ class Verdict:
         under = [f"{', '.join(names)} under plan {plan}" for plan, names in named.items() if plan]
         none = named.get("", [])
         return (" Plans (plans/, bench/core/plans.py): " + "; ".join(under) + ("; " if under and none else "")
-                + (f"{', '.join(none)} decided in no plan: grown after their first looks, post hoc" if none else "")
+                + (f"{', '.join(none)} decided in no plan: post hoc" if none else "")
                 + ".")
 
     def _seeds(self) -> str:
@@ -431,12 +431,14 @@ def _plans_of(board: Board, decided: pd.DataFrame) -> tuple[tuple[str, str], ...
     """(name, plan) of each decided row: the first committed plan version listing its comparison against naive under
     the harness's rule (bench.core.plans.plan_of), as "NAME vVERSION (fixed DATE)", or "" for none."""
     from bench.core.plans import plan_of
+    from bench.core.protocols import PROTOCOLS
     from bench.core.runs import CONTROL_FROM
     from bench.core.sequential import LEVEL
 
     found = []
     for _, row in decided[decided["decided"].isin(["better", "worse"])].iterrows():
-        plan = plan_of(board.plans, row["protocol"], row["model pair"], str(row["submission"]).rsplit("/", 1)[-1],
-                       BASELINE, int(row["fresh from"] or 0), CONTROL_FROM, LEVEL)
+        protocol = PROTOCOLS.get(row["protocol"]) if row["protocol"] in PROTOCOLS else None
+        plan = plan_of(board.plans, protocol, row["model pair"], str(row["submission"]).rsplit("/", 1)[-1], BASELINE,
+                       int(row["fresh from"] or 0), "nts", CONTROL_FROM, LEVEL) if protocol is not None else None
         found.append((row["name"], f"{plan.plan} v{plan.version} (fixed {plan.fixed})" if plan else ""))
     return tuple(found)

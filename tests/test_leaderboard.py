@@ -582,7 +582,7 @@ def test_each_decision_names_the_plan_it_was_made_under(reference):
             name == "the ceiling"
         assert bool(plan) == listed and (not plan or plan.startswith(("mini-v2-reference v2 ", "mini-v2-reference v3 ")))
     assert named["warm"] == "mini-v2-reference v3 (fixed 2026-12-03)"   # chosen on seeds 0-2, listed before its fresh looks
-    assert "decided in no plan: grown after their first looks, post hoc" in found.rule()
+    assert "anchor-mid, length, probe decided in no plan: post hoc" in found.rule()
     assert "Plans (plans/" not in core.verdict(reference, mini_tiny(reference)).rule()
 
 

@@ -281,3 +281,28 @@ def test_a_plan_fixes_the_comparisons_and_rule_and_its_looks_cannot_mix_with_oth
     assert compare(plan) == 0 and len(logged_looks(log_path(group, "length", "naive", 0))) == 1   # the same look
     for other in ({**plan, "version": 2}, None):
         assert refused("made under test-plan v1 .* a look under another plan cannot count", other)
+
+
+def test_a_plan_counts_no_seed_looked_at_before_it(tmp_path):
+    """bench.core.plans: a plan's comparison starting afresh (--fresh-from) is refused where it would reuse seeds
+    looked at under another plan in another log of the same comparison, and a plan's first look is refused where the
+    folder already holds more seeds than that look and no log says who looked at them."""
+    import json
+
+    import pytest
+
+    from bench.core.errors import BenchError
+    from bench.core.plans import check_log, check_unlogged, log_path
+
+    plan = type("P", (), {"sha256": "b" * 64, "id": "p v2 (bbbb)", "looks": (3, 20)})()
+    earlier = log_path(tmp_path, "a", "naive", 0)
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text(json.dumps({"plan": None, "plan_sha256": None, "fresh_from": 0, "seeds": 10}) + "\n")
+    with pytest.raises(BenchError, match=r"up to seed 9\) were made under no plan.*afresh from seed 10"):
+        check_log(tmp_path, plan, "a", "naive", 3)
+    check_log(tmp_path, plan, "a", "naive", 10)   # past them: nothing reused
+    check_log(tmp_path, plan, "a", "naive", 3, metric="bon-nts")   # another metric's looks are another log
+    with pytest.raises(BenchError, match="already holds 12 seeds from seed 3.*--fresh-from 15"):
+        check_unlogged(plan, "a", "naive", 12, 3, logged=False)
+    check_unlogged(plan, "a", "naive", 3, 0, logged=False)   # the first look itself
+    check_unlogged(plan, "a", "naive", 12, 0, logged=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import date
 from pathlib import Path
 
@@ -98,21 +99,21 @@ def read_plans(folder: Path) -> list[Plan]:
     return sorted(found, key=lambda plan: (plan.plan, plan.version))
 
 
-def plan_of(plans: list[Plan], protocol: str, models: str, a: str, b: str, fresh_from: int, control_from: int,
-            level: float) -> Plan | None:
-    """The first plan version that lists A − B (from ``fresh_from``) on this group under the rule this harness applies
-    (``check_rule``'s): the one its looks under that rule were made under, as a later version adds comparisons
-    beside it; None for a comparison no such plan lists."""
-    for plan in plans:
-        if (plan.protocol, plan.models) == (protocol, models) and plan.comparison(a, b, fresh_from) is not None \
-                and plan.control is not None and plan.control.from_seeds == control_from and plan.level == level:
+def plan_of(plans: list[Plan], protocol, models: str, a: str, b: str, fresh_from: int, metric: str,
+            control_from: int, level: float) -> Plan | None:
+    """The first plan (by the date it was fixed, then version) that lists A − B (from ``fresh_from``) on this group
+    under the rule this harness applies (``rule_problems``): the one its looks under that rule were made under, as a
+    later version adds comparisons beside it; None for a comparison no such plan lists."""
+    for plan in sorted(plans, key=lambda plan: (plan.fixed, plan.plan, plan.version)):
+        if plan.models == models and plan.comparison(a, b, fresh_from) is not None \
+                and not rule_problems(plan, protocol, metric, control_from, level):
             return plan
     return None
 
 
-def check_rule(plan: Plan, protocol, metric: str, control_from: int, level: float) -> None:
-    """Refuse a plan that is not for this protocol and metric, or whose rule is not the one this harness applies
-    (``control_from``: bench.core.runs.CONTROL_FROM; ``level``: bench.core.sequential.LEVEL)."""
+def rule_problems(plan: Plan, protocol, metric: str, control_from: int, level: float) -> list[str]:
+    """What keeps ``plan`` from being the rule this harness applies to ``protocol`` (a ProtocolSpec) and ``metric``
+    (``control_from``: bench.core.runs.CONTROL_FROM; ``level``: bench.core.sequential.LEVEL); empty when nothing."""
     problems = []
     if plan.protocol != protocol.name:
         problems.append(f"it is for protocol {plan.protocol}, not {protocol.name}")
@@ -127,13 +128,24 @@ def check_rule(plan: Plan, protocol, metric: str, control_from: int, level: floa
         fixed = "no control" if plan.control is None else f"the control from {plan.control.from_seeds} seeds"
         problems.append(f"it fixed {fixed}, and this harness corrects each run by the baseline's replicates from "
                         f"{control_from} seeds")
+    return problems
+
+
+def check_rule(plan: Plan, protocol, metric: str, control_from: int, level: float) -> None:
+    """Refuse a plan that is not for this protocol and metric, or whose rule is not the one this harness applies."""
+    problems = rule_problems(plan, protocol, metric, control_from, level)
     if problems:
         raise BenchError(f"plan {plan.id}: {'; '.join(problems)}. Its looks were (or would be) decided by another "
                          "rule. Fix: commit a new version of the plan, fixed before the looks it is to decide")
 
 
-def log_path(out: Path, a: str, b: str, fresh_from: int) -> Path:
-    return Path(out) / LOOKS_LOG / f"{a}--{b}{f'--from{fresh_from}' if fresh_from else ''}.jsonl"
+def log_path(out: Path, a: str, b: str, fresh_from: int, metric: str = "nts") -> Path:
+    """A comparison's log of looks: one per metric and first seed (``--fresh-from``)."""
+    return Path(out) / LOOKS_LOG / f"{_log_stem(a, b, metric)}{f'--from{fresh_from}' if fresh_from else ''}.jsonl"
+
+
+def _log_stem(a: str, b: str, metric: str) -> str:
+    return f"{a}--{b}{'' if metric == 'nts' else '--' + metric}"
 
 
 def logged_looks(path: Path) -> list[dict]:
@@ -149,20 +161,38 @@ def logged_looks(path: Path) -> list[dict]:
     return found
 
 
-def check_log(path: Path, plan: Plan | None, a: str, b: str) -> None:
-    """Refuse to go on with a comparison whose earlier looks were made under another plan than ``plan`` (or under
-    none, where one is given now, or under one, where none is): such a look may have shaped the plan or the choice
-    to go on, so it cannot count towards this plan's decision."""
+def check_log(out: Path, plan: Plan | None, a: str, b: str, from_seed: int, metric: str = "nts") -> None:
+    """Refuse to go on with A − B where an earlier look at any of the seeds from ``from_seed`` on was made under
+    another plan than ``plan`` (or under none, where one is given now, or under one, where none is): such a look may
+    have shaped the plan or the choice to go on, so it cannot count towards this plan's decision. Every log of the
+    comparison on this metric is read (``--fresh-from`` keeps one per first seed), so a fresh start must start past
+    the seeds looked at under another plan."""
     mine = plan.sha256 if plan is not None else None
-    other = [look for look in logged_looks(path) if look.get("plan_sha256") != mine]
+    stem = _log_stem(a, b, metric)
+    logs = [path for path in (Path(out) / LOOKS_LOG).glob("*.jsonl")
+            if path.name == f"{stem}.jsonl" or re.fullmatch(rf"{re.escape(stem)}--from\d+\.jsonl", path.name)]
+    other = [look for path in logs for look in logged_looks(path) if look.get("plan_sha256") != mine
+             and int(look.get("fresh_from") or 0) + int(look.get("seeds") or 0) > from_seed]
     if other:
-        seeds = max(int(look.get("seeds", 0)) for look in other)
+        past = max(int(look.get("fresh_from") or 0) + int(look.get("seeds") or 0) for look in other)
         made = other[-1].get("plan") or "no plan"
         now = plan.id if plan is not None else "no plan"
-        raise BenchError(f"{path}: {len(other)} earlier look(s) of {a} − {b} (up to {seeds} seeds) were made under "
-                         f"{made}, and this one would be under {now}: a look under another plan cannot count towards "
-                         f"its decision. Fix: go on under the plan those looks were made under, or start the "
-                         f"comparison afresh past their seeds (--fresh-from, a plan comparison with that fresh_from)")
+        raise BenchError(f"{Path(out) / LOOKS_LOG}: {len(other)} earlier look(s) of {a} − {b} (up to seed {past - 1}) "
+                         f"were made under {made}, and this one would be under {now}: a look under another plan cannot "
+                         f"count towards its decision. Fix: go on under the plan those looks were made under, or start "
+                         f"the comparison afresh from seed {past} (--fresh-from {past}, and a plan comparison with that "
+                         "fresh_from)")
+
+
+def check_unlogged(plan: Plan | None, a: str, b: str, held: int, from_seed: int, logged: bool) -> None:
+    """Refuse to start a plan's first look where A − B already holds more seeds (from ``from_seed`` on) than the plan's
+    first look and no log says who looked at them (results made before looks were logged, or by another tool): they
+    may have been seen."""
+    if plan is not None and not logged and held > plan.looks[0]:
+        raise BenchError(f"{a} − {b} already holds {held} seeds{f' from seed {from_seed}' if from_seed else ''}, more "
+                         f"than plan {plan.id}'s first look ({plan.looks[0]}), and no look at them is logged: they may "
+                         "have been looked at before the plan. Fix: start the comparison afresh past them (--fresh-from "
+                         f"{from_seed + held}, and a plan comparison with that fresh_from)")
 
 
 def log_look(path: Path, plan: Plan | None, delta, fresh_from: int) -> None:

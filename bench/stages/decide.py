@@ -133,9 +133,15 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
     if last < first:
         raise BenchError(f"--fresh-from {from_seed} leaves {max(0, last)} of the seeds a submission of {protocol} can "
                          f"hold, fewer than the plan's first look ({first}); give a smaller seed")
-    plan = _plan(plan_file, sides[0].protocol, models, slug_a, slug_b, metric, from_seed, precision)
-    log = plans.log_path(Path(out), slug_a, slug_b, from_seed)
-    plans.check_log(log, plan, slug_a, slug_b)   # before any seed runs: a refused comparison spends nothing
+    plan = _plan(plan_file, sides[0].protocol, models, slug_a, slug_b, metric, from_seed, precision, controls)
+    log = plans.log_path(Path(out), slug_a, slug_b, from_seed, metric)
+    # before any seed runs, so that a refused comparison spends nothing
+    plans.check_log(Path(out), plan, slug_a, slug_b, from_seed, metric)
+    try:
+        held = len(board_for(out, [slug_a, slug_b], metric, from_seed)[0].seeds)
+    except BenchError:   # no whole seed of both from there yet
+        held = 0
+    plans.check_unlogged(plan, slug_a, slug_b, held, from_seed, bool(plans.logged_looks(log)))
     spent, start = 0.0, cpu_seconds()
     fresh = (f" from seed {from_seed} (the seeds before it chose {slug_a}: left out; the last look at seed "
              f"{from_seed + last - 1}, the last a submission holds)" if from_seed else "")
@@ -174,9 +180,11 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
         run_seeds(sides, seeds, jobs)
 
 
-def _plan(plan_file: Path | None, protocol, models: str, a: str, b: str, metric: str, from_seed: int, precision: float):
-    """The plan (bench.core.plans) a comparison runs under, checked: its rule is this harness's, and it lists this
-    comparison, on this model pair, with this --fresh-from and --precision; None without --plan."""
+def _plan(plan_file: Path | None, protocol, models: str, a: str, b: str, metric: str, from_seed: int, precision: float,
+          controls: list[str]):
+    """The plan (bench.core.plans) a comparison runs under, checked: its rule is this harness's, it lists this
+    comparison, on this model pair, with this --fresh-from and --precision, and the control it fixes (B's replicates,
+    ``controls``) is there; None without --plan."""
     from bench.core import plans
     from bench.core.runs import CONTROL_FROM
     from bench.core.sequential import LEVEL
@@ -195,4 +203,9 @@ def _plan(plan_file: Path | None, protocol, models: str, a: str, b: str, metric:
                          "lists it, before its first look")
     if precision != plan.precision:
         raise BenchError(f"--precision {precision:g}: plan {plan.id} fixed ±{plan.precision:g}. Fix: drop --precision")
+    if plan.control.baseline != b or not controls:
+        raise BenchError(f"plan {plan.id} fixes {plan.control.baseline}'s replicates as each run's control, and "
+                         f"{'this comparison is against ' + b if plan.control.baseline != b else b + ' has no replicates in the folder'}. "
+                         f"Fix: give the folder {plan.control.baseline}'s replicates (bench run --replicate 1, 2), or "
+                         "run a comparison the plan lists")
     return plan

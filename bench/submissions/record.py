@@ -115,8 +115,12 @@ def _to_entry(v: Validation, key: str, protocols: Mapping[str, ProtocolSpec] | N
     """The summary (JSON), the results (JSON bytes) and the per-pair arrays (npz bytes) of ``v``, validated with
     ``protocols``; the summary holds the sha256 of the other two."""
     arrays = _pack([*v.pairs, *v.controls])
-    # pydantic's own JSON (a result holds no NaN or infinity: read_json refuses them), read back as the same models
-    results = b"[" + b",".join(c.model_dump_json().encode() for c in v.cells) + b"]"
+    try:   # pydantic's own JSON, read back as the same models
+        results = b"[" + b",".join(c.model_dump_json().encode() for c in v.cells) + b"]"
+    except ValueError:   # text it will not write (a lone surrogate escape, which JSON and the schema admit)
+        results = json.dumps([c.model_dump(mode="json") for c in v.cells], separators=(",", ":")).encode()
+    # (a number JSON writes as 1e999 reads as infinity, which pydantic writes as null: that entry's results then
+    # fail to read back, and the reader validates the folder again, as for any damaged entry)
     return {"format": FORMAT, "key": key, "folder": str(v.folder),
             "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
             "submission": v.submission, "results": hashlib.sha256(results).hexdigest(),
