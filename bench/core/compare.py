@@ -401,7 +401,9 @@ class RankAgreement:
 
 def ranks_of(values: np.ndarray) -> np.ndarray:
     """Rank 1 = best along the first axis (ties share the better rank, as Board.ranks)."""
-    return 1 + (values[None] > values[:, None]).sum(1)
+    from bench.core.stats import above
+
+    return 1 + above(values)
 
 
 def ranked(methods: Sequence[str]) -> list[str]:

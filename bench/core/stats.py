@@ -431,7 +431,7 @@ class Board:
         idx = [self._index(m) for m in (methods or self.methods)]
         point = self._values(category, source, False)["nts"][1][idx, 0]
         boot = self._values(category, source, True)["nts"][1][idx]
-        rank = 1 + (point[None, :] > point[:, None]).sum(1)
+        rank = 1 + above(point)
         ranks = 1 + above(boot)   # per replicate, 1 + the number of methods above
         q = (1 - LEVEL) / 2
         low, high = (np.quantile(ranks, level, axis=1, method="inverted_cdf") for level in (q, 1 - q))
@@ -446,9 +446,15 @@ class Board:
 
 
 def above(values: np.ndarray) -> np.ndarray:
-    """(M, B) -> (M, B) counts: in each column, how many values are greater than each (ties count as not above).
-    Each column sorted once and searched, M log M per replicate rather than M² comparisons; where a value is NaN
-    (which no order holds) by the comparisons themselves, METHODS_PER_STEP rows at a time."""
+    """(M, ...) -> (M, ...) counts: along the first axis, how many values are greater than each (ties count as not
+    above): rank 1 + that, ties sharing the better rank. Each column sorted once and searched, M log M per replicate
+    rather than M² comparisons; where a value is NaN (which no order holds) by the comparisons themselves,
+    METHODS_PER_STEP rows at a time."""
+    values = np.asarray(values)
+    if values.size == 0:
+        return np.zeros(values.shape, dtype=np.int64)
+    if values.ndim != 2:
+        return above(values.reshape(len(values), -1)).reshape(values.shape)
     if np.isnan(values).any():
         return np.concatenate([(values[None] > values[lo:lo + METHODS_PER_STEP, None]).sum(1)
                                for lo in range(0, len(values), METHODS_PER_STEP)])
