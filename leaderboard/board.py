@@ -366,7 +366,8 @@ def load_board(root: Path, protocols: Mapping | None = None, model_pairs: Mappin
     """Validate every submission under ``root`` (``protocols`` / ``model_pairs`` add specs to the
     registries), reusing the stored outcome of each submission whose files did not change
     (``bench.submissions.record``; ``cache_dir`` defaults to $SHIFTBENCH_CACHE/leaderboard)."""
-    from bench.core.plans import PLANS, read_plans
+    from bench.core.location import PLANS
+    from bench.core.plans import read_plans
     from bench.submissions.record import default_dir, validate_tree
 
     validations = validate_tree(Path(root), protocols, model_pairs, cache_dir) if Path(root).is_dir() else []

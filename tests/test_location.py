@@ -63,7 +63,7 @@ def test_a_hub_folder_is_fetched_with_the_records_beside_it(tmp_path, monkeypatc
     plans the board reads (bench.core.location: the same names bench reproduce and bench.core.plans use)."""
     import huggingface_hub
 
-    from bench.core.plans import PLANS
+    from bench.core.location import PLANS
     from bench.submissions.reproduce import RECORDS
 
     asked = {}

@@ -303,6 +303,5 @@ def test_a_plan_counts_no_seed_looked_at_before_it(tmp_path):
     check_log(tmp_path, plan, "a", "naive", 10)   # past them: nothing reused
     check_log(tmp_path, plan, "a", "naive", 3, metric="bon-nts")   # another metric's looks are another log
     with pytest.raises(BenchError, match="already holds 12 seeds from seed 3.*--fresh-from 15"):
-        check_unlogged(plan, "a", "naive", 12, 3, logged=False)
-    check_unlogged(plan, "a", "naive", 3, 0, logged=False)   # the first look itself
-    check_unlogged(plan, "a", "naive", 12, 0, logged=True)
+        check_unlogged(plan, "a", "naive", 12, 3)
+    check_unlogged(plan, "a", "naive", 3, 0)   # the first look itself

@@ -32,7 +32,6 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bench.core.errors import BenchError
-from bench.core.location import PLANS  # noqa: F401 (beside a submissions root: the committed plan files)
 
 SPENDING = "obrien-fleming"   # bench.core.sequential: O'Brien-Fleming-type spending (Lan & DeMets)
 FAMILY = "holm"
@@ -93,18 +92,18 @@ def read_plan(path: Path) -> Plan:
 
 
 def read_plans(folder: Path) -> list[Plan]:
-    """Every plan file in ``folder`` (none where it is missing), oldest version first; a BenchError names a file that
-    is not a plan."""
+    """Every plan file in ``folder`` (none where it is missing), in the order they were fixed (date, then name and
+    version); a BenchError names a file that is not a plan."""
     found = [read_plan(path) for path in sorted(Path(folder).glob("*.json"))] if Path(folder).is_dir() else []
-    return sorted(found, key=lambda plan: (plan.plan, plan.version))
+    return sorted(found, key=lambda plan: (plan.fixed, plan.plan, plan.version))
 
 
 def plan_of(plans: list[Plan], protocol, models: str, a: str, b: str, fresh_from: int, metric: str,
             control_from: int, level: float) -> Plan | None:
-    """The first plan (by the date it was fixed, then version) that lists A − B (from ``fresh_from``) on this group
-    under the rule this harness applies (``rule_problems``): the one its looks under that rule were made under, as a
-    later version adds comparisons beside it; None for a comparison no such plan lists."""
-    for plan in sorted(plans, key=lambda plan: (plan.fixed, plan.plan, plan.version)):
+    """The first of ``plans`` (as ``read_plans`` orders them: by the date each was fixed) that lists A − B (from
+    ``fresh_from``) on this group under the rule this harness applies (``rule_problems``): the one its looks under
+    that rule were made under, as a later version adds comparisons beside it; None for a comparison none lists."""
+    for plan in plans:
         if plan.models == models and plan.comparison(a, b, fresh_from) is not None \
                 and not rule_problems(plan, protocol, metric, control_from, level):
             return plan
@@ -184,11 +183,11 @@ def check_log(out: Path, plan: Plan | None, a: str, b: str, from_seed: int, metr
                          "fresh_from)")
 
 
-def check_unlogged(plan: Plan | None, a: str, b: str, held: int, from_seed: int, logged: bool) -> None:
-    """Refuse to start a plan's first look where A − B already holds more seeds (from ``from_seed`` on) than the plan's
-    first look and no log says who looked at them (results made before looks were logged, or by another tool): they
-    may have been seen."""
-    if plan is not None and not logged and held > plan.looks[0]:
+def check_unlogged(plan: Plan, a: str, b: str, held: int, from_seed: int) -> None:
+    """Refuse to start a plan's first look (no look of A − B logged yet) where A − B already holds more seeds (from
+    ``from_seed`` on) than that look: no log says who looked at them (results made before looks were logged, or by
+    another tool), and they may have been seen."""
+    if held > plan.looks[0]:
         raise BenchError(f"{a} − {b} already holds {held} seeds{f' from seed {from_seed}' if from_seed else ''}, more "
                          f"than plan {plan.id}'s first look ({plan.looks[0]}), and no look at them is logged: they may "
                          "have been looked at before the plan. Fix: start the comparison afresh past them (--fresh-from "

@@ -137,11 +137,12 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
     log = plans.log_path(Path(out), slug_a, slug_b, from_seed, metric)
     # before any seed runs, so that a refused comparison spends nothing
     plans.check_log(Path(out), plan, slug_a, slug_b, from_seed, metric)
-    try:
-        held = len(board_for(out, [slug_a, slug_b], metric, from_seed)[0].seeds)
-    except BenchError:   # no whole seed of both from there yet
-        held = 0
-    plans.check_unlogged(plan, slug_a, slug_b, held, from_seed, bool(plans.logged_looks(log)))
+    if plan is not None and not plans.logged_looks(log):   # a plan's first look: were its seeds seen before?
+        try:
+            held = len(board_for(out, [slug_a, slug_b], metric, from_seed)[0].seeds)
+        except BenchError:   # no whole seed of both from there yet
+            held = 0
+        plans.check_unlogged(plan, slug_a, slug_b, held, from_seed)
     spent, start = 0.0, cpu_seconds()
     fresh = (f" from seed {from_seed} (the seeds before it chose {slug_a}: left out; the last look at seed "
              f"{from_seed + last - 1}, the last a submission holds)" if from_seed else "")
