@@ -111,6 +111,24 @@ def test_a_changed_score_in_a_store_is_refused(fresh_runs, stored):
     assert not v.ok and any("per-pair scores give" in p.message for p in v.errors), v.errors
 
 
+def test_a_candidate_kept_apart_from_its_pair_is_compared_with_it(fresh_runs, stored):
+    # a store keeps candidates 0 and 1 of a pair's set as the pair's scores (null: implied); one kept with scores of
+    # its own is checked against the pair's, as a candidates file's is, and refused where they differ
+    def apart(table):
+        teacher, student = (table.column(who).to_pylist() for who in ("teacher", "student"))
+        row = next(k for k, (c, t) in enumerate(zip(table.column("candidate").to_pylist(), teacher)) if c == 1 and t is None)
+        teacher[row], student[row] = 123.5, 0.25
+        for who, values in (("teacher", teacher), ("student", student)):
+            table = table.set_column(table.schema.get_field_index(who), who, pa.array(values, type=pa.float32()))
+        return table
+
+    _rewrite(stored / CANDIDATES, apart)
+    _reseal(stored)
+    v = validate_submission(stored, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert not v.ok and any("candidate 1's teacher score" in p.message and "123.5" in p.message for p in v.errors), \
+        v.errors
+
+
 def _reseal(folder: Path) -> None:
     """cells.parquet's record of the other tables' sha256s made to match them, as a forger would."""
     import hashlib

@@ -69,6 +69,11 @@ def correctness_from_text(text: str, n: int) -> np.ndarray:
     return halves / 2.0
 
 
+# the fields of a result.json a Cell is made from (the rest of a schema object is not dumped)
+_READ = {"method": {"name", "params"}, "seed": True, "source": True, "category": True, "replicate": True,
+         "protocol": True, "eval_sets": True}
+
+
 def cell_from_scores(result, rows: Iterable[Mapping] | ScoreColumns, where: str = "",
                      candidates: Iterable[Mapping] | CandidateColumns | None = None,
                      protocols: Mapping | None = None) -> Cell:
@@ -78,8 +83,8 @@ def cell_from_scores(result, rows: Iterable[Mapping] | ScoreColumns, where: str 
     where its far targets are looked up (``far_roles``)."""
     from bench.core.results import params_slug, replicate_slug
 
-    if not isinstance(result, Mapping):     # a schema object (pydantic) rather than the JSON dict
-        result = result.model_dump(mode="json")
+    if not isinstance(result, Mapping):     # a schema object (pydantic) rather than the JSON dict: what is read here
+        result = result.model_dump(mode="json", include=_READ)
     where = where or f"{result['method']['name']} seed {result['seed']} {result['source']}"
     rows, read = ScoreColumns.given(rows)
     if read is not None and read.finite():

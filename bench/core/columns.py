@@ -320,6 +320,19 @@ def _well_formed_sets(columns: CandidateColumns) -> dict[Hashable, CandidateSets
     return found
 
 
+def built_from(candidates: CandidateColumns, scores: ScoreColumns) -> CandidateColumns:
+    """``candidates``, marked as taking the candidates 0 and 1 of every set built from a pair from that pair's row of
+    ``scores`` (a store keeps them so, bench.core.store.Store.pairs_implied): they match by construction, so the
+    recompute does not compare them again (``matched_by_construction``)."""
+    candidates.__dict__["_built_from"] = scores
+    return candidates
+
+
+def matched_by_construction(candidates: CandidateColumns, scores: ScoreColumns) -> bool:
+    """Whether ``candidates`` were marked ``built_from`` these very ``scores``: then ``sets_match_pairs`` holds."""
+    return candidates.__dict__.get("_built_from") is scores
+
+
 def sets_match_pairs(sets: Mapping[Hashable, CandidateSets], scores: ScoreColumns) -> bool:
     """Whether every set built from an eval pair (its pair id not "") names a pair that ``scores`` scores, and
     its candidates 0 and 1 have that pair's chosen and rejected scores, teacher's and student's, float for

@@ -237,7 +237,7 @@ def recompute_bon(result: CellResult, rows: list[dict[str, str]], candidates: It
     if not declared:
         return [("candidates_file", f"per-candidate scores ({CANDIDATES_FILE}) are given but the cell records no "
                                     "best-of-N numbers")]
-    from bench.core.columns import CandidateColumns, well_formed_sets
+    from bench.core.columns import CandidateColumns, matched_by_construction, well_formed_sets
 
     if isinstance(candidates, CandidateColumns):
         read = candidates
@@ -250,7 +250,9 @@ def recompute_bon(result: CellResult, rows: list[dict[str, str]], candidates: It
             sets = candidate_sets_from_rows(candidates)   # reads row by row, and says what is wrong
         except ValueError as error:
             return [("candidates", str(error))]
-    problems = _candidates_match_pairs(sets, rows)
+    # a store's candidates 0 and 1 of a pair's set are that pair's scores, where it keeps them so (implied)
+    built = read is not None and sets is well_formed_sets(read) and matched_by_construction(read, rows)
+    problems = [] if built else _candidates_match_pairs(sets, rows)
     got = bon_from_candidates(sets)
     for name, stored in result.eval_sets.items():
         if name not in got:

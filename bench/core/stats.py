@@ -48,9 +48,11 @@ ACCURACIES = ("teacher_id", "student_id", "teacher_ood", "student_ood")
 # A board of more methods than METHODS_KEPT computes its replicates' accuracies METHODS_PER_STEP methods at a time,
 # for each scope it is asked about, instead of keeping them all (2 x methods x cells x eval sets x N_BOOT floats: GBs
 # for a thousand submissions); a step's arrays, and the ranks' comparisons, take memory in proportion to the step.
+# Every board computes its metrics from the accuracies a step at a time, kept or not: a few methods' temporaries are
+# reused memory, where larger ones are fresh pages the kernel must map on every use (docs/results/results-store.md).
 # Fixed counts, not a memory budget, so that what a board computes never depends on the machine.
 METHODS_KEPT = 128
-METHODS_PER_STEP = 32
+METHODS_PER_STEP = 4
 METRICS = (*ACCURACIES, "wrg", "aog", "nts")
 
 
@@ -342,8 +344,9 @@ class Board:
         rc, re = self._row_cell[mask], self._row_eval[mask]
         seed_of = self._row_seed[mask]
         parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
-        for methods in [range(len(self.methods))] if self._acc[boot] is not None else self._steps():
-            acc = self._acc[boot] if self._acc[boot] is not None else self._accuracies(resamples, methods)
+        for methods in self._steps():   # kept or not, a step at a time: the temporaries stay small (and fast)
+            kept = self._acc[boot]
+            acc = kept[:, methods.start:methods.stop] if kept is not None else self._accuracies(resamples, methods)
             tid, sid, tood, sood = acc[0][:, rc, 0], acc[1][:, rc, 0], acc[0][:, rc, re], acc[1][:, rc, re]
             rows = dict(zip(METRICS, (tid, sid, tood, sood, sid - tid, sood - tood,
                                       sood - tood - np.maximum(0.0, tid - sid))))

@@ -264,6 +264,13 @@ class Store:
                 student[implied[mine]] = self.pairs[SCORE_COLUMNS[4 + side]][plo + pairs[mine]]
         return (c["eval_set"], c["set_id"], c["pair_id"], c["candidate"], c["grade"], teacher, student)
 
+    def pairs_implied(self, i: int) -> bool:
+        """Whether every candidate 0 and 1 of cell ``i``'s sets built from a pair (a pair id) is implied: its scores
+        are then its pair's by construction (``candidate_columns``), which is what a recompute checks them against."""
+        lo, hi = self.candidate_spans[i], self.candidate_spans[i + 1]
+        from_pair = (self.candidates["candidate"][lo:hi] < 2) & self.candidates["pair_id"][lo:hi].astype(bool)
+        return bool(self.candidates["implied"][lo:hi][from_pair].all())
+
     def candidate_rows(self, i: int) -> list[tuple] | None:
         """Cell ``i``'s CANDIDATES_FILE rows, (eval_set, set_id, pair_id, candidate (text), grade, teacher,
         student), in file order; None for a cell without candidate sets (no candidates sha256)."""
@@ -361,8 +368,9 @@ def _read_table(path: Path, blob: bytes | None = None):
     import pyarrow.parquet as pq
 
     try:
-        # one thread: a store is small, and a pool of threads costs more CPU than it saves
-        return pq.read_table(path if blob is None else pa.BufferReader(blob), use_threads=False)
+        # one thread: a store is small, and a pool of threads costs more CPU than it saves; one file, not
+        # pq.read_table's dataset (which costs more than the reading at a store's size)
+        return pq.ParquetFile(path if blob is None else pa.BufferReader(blob)).read(use_threads=False)
     except (OSError, ValueError) as error:   # pyarrow's ArrowInvalid is a ValueError
         raise StoreError(f"{path}: is not a readable Parquet table ({str(error)[:200]}): restore it from git, or "
                          "migrate the folder again") from None

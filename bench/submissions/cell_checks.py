@@ -123,7 +123,7 @@ def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fil
     candidates = None
     if protocol.candidates is not None:
         candidates = read_candidates(v, rel_candidates, v.folder / rel_candidates, n_sets, protocol.candidates) \
-            if stored is None else stored_candidates(v, rel_candidates, v.store, stored, n_sets, protocol.candidates)
+            if stored is None else stored_candidates(v, rel_candidates, v.store, stored, n_sets, protocol.candidates, rows)
         if candidates is None:
             return result
     if rows is not None:  # the one recompute, as bench verify's

@@ -253,11 +253,12 @@ def stored_scores(v: Validation, rel: str, store, i: int, n_pairs: Mapping[str, 
     return None
 
 
-def stored_candidates(v: Validation, rel: str, store, i: int, n_sets: Mapping[str, int], n: int):
+def stored_candidates(v: Validation, rel: str, store, i: int, n_sets: Mapping[str, int], n: int, scores=None):
     """``read_candidates`` for cell ``i`` of a store, as columns (bench.core.columns.CandidateColumns), the scores of
     candidates 0 and 1 of a pair's set filled in from the pair's (bench.core.store.Store.candidate_columns); None
-    after recording what is wrong."""
-    from bench.core.columns import CandidateColumns, well_formed_sets
+    after recording what is wrong. ``scores``: the cell's ScoreColumns (``stored_scores``'), which the columns are
+    marked as built from where the store implies every such candidate (bench.core.columns.built_from)."""
+    from bench.core.columns import CandidateColumns, built_from, well_formed_sets
     from bench.core.store import StoreError
 
     try:
@@ -273,7 +274,7 @@ def stored_candidates(v: Validation, rel: str, store, i: int, n_sets: Mapping[st
         # well-formed sets (found once, and read again by the recompute) hold no candidate twice: each set's
         # rows are candidates 0, 1, ... and no set id starts two sets; only other rows need the check by key
         if well_formed_sets(columns) is not None or _unique(list(zip(keys[0], keys[1], candidate.tolist()))):
-            return columns
+            return built_from(columns, scores) if scores is not None and store.pairs_implied(i) else columns
     keys.append([str(c) for c in candidate.tolist()])   # the index as a file writes it, for the messages
     seen: set = set()
 
