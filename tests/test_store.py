@@ -158,6 +158,8 @@ def test_a_changed_result_in_a_store_is_refused(fresh_runs, stored):
 @pytest.mark.parametrize("damage, expected", [
     (lambda f: (f / CANDIDATES).unlink(), "but not candidates.parquet"),
     (lambda f: (f / PAIRS).write_bytes(b"not parquet"), "not readable Parquet"),
+    (lambda f: _rewrite(f / PAIRS, lambda t: t.append_column("eval_set", t.column("eval_set"))) or _reseal(f),
+     "names a column twice"),
     (lambda f: (f / "cells" / "seed0" / "mini__x").mkdir(parents=True) or
      (f / "cells" / "seed0" / "mini__x" / RESULT_FILE).write_text("{}"), "holds both a store and cell folders"),
 ])

@@ -370,10 +370,14 @@ def _read_table(path: Path, blob: bytes | None = None):
     try:
         # one thread: a store is small, and a pool of threads costs more CPU than it saves; one file, not
         # pq.read_table's dataset (which costs more than the reading at a store's size)
-        return pq.ParquetFile(path if blob is None else pa.BufferReader(blob)).read(use_threads=False)
+        table = pq.ParquetFile(path if blob is None else pa.BufferReader(blob)).read(use_threads=False)
     except (OSError, ValueError) as error:   # pyarrow's ArrowInvalid is a ValueError
         raise StoreError(f"{path}: is not a readable Parquet table ({str(error)[:200]}): restore it from git, or "
                          "migrate the folder again") from None
+    if len(set(table.column_names)) != table.num_columns:   # a column is then not one table.column can name
+        raise StoreError(f"{path}: names a column twice ({', '.join(sorted(table.column_names))[:200]}): restore it "
+                         "from git, or migrate the folder again")
+    return table
 
 
 def load_store(folder: str | os.PathLike) -> Store:
