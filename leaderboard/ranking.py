@@ -437,8 +437,8 @@ def _plans_of(board: Board, decided: pd.DataFrame) -> tuple[tuple[str, str], ...
 
     found = []
     for _, row in decided[decided["decided"].isin(["better", "worse"])].iterrows():
-        protocol = PROTOCOLS.get(row["protocol"]) if row["protocol"] in PROTOCOLS else None
-        plan = plan_of(board.plans, protocol, row["model pair"], str(row["submission"]).rsplit("/", 1)[-1], BASELINE,
-                       int(row["fresh from"] or 0), "nts", CONTROL_FROM, LEVEL) if protocol is not None else None
+        plan = plan_of(board.plans, PROTOCOLS.get(row["protocol"]), row["model pair"],
+                       str(row["submission"]).rsplit("/", 1)[-1], BASELINE, int(row["fresh from"] or 0), "nts",
+                       CONTROL_FROM, LEVEL) if row["protocol"] in PROTOCOLS else None
         found.append((row["name"], f"{plan.plan} v{plan.version} (fixed {plan.fixed})" if plan else ""))
     return tuple(found)

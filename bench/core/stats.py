@@ -344,8 +344,8 @@ class Board:
         rc, re = self._row_cell[mask], self._row_eval[mask]
         seed_of = self._row_seed[mask]
         parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
+        kept = self._acc[boot]
         for methods in self._steps():   # kept or not, a step at a time: the temporaries stay small (and fast)
-            kept = self._acc[boot]
             acc = kept[:, methods.start:methods.stop] if kept is not None else self._accuracies(resamples, methods)
             tid, sid, tood, sood = acc[0][:, rc, 0], acc[1][:, rc, 0], acc[0][:, rc, re], acc[1][:, rc, re]
             rows = dict(zip(METRICS, (tid, sid, tood, sood, sid - tid, sood - tood,
