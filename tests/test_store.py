@@ -221,3 +221,89 @@ def test_float32_scores_are_stored_as_float32(stored):
     assert table.schema.field("student_chosen").type == pa.float32()
     store = load_store(stored)
     assert np.isfinite(store.pairs["teacher_chosen"]).all()
+
+
+def _edit_rows(path: Path, change) -> None:
+    """A store table rewritten with ``change(columns)`` applied to its columns as lists (ids dictionary-encoded again,
+    as the store writes them)."""
+    table = pq.read_table(path)
+    columns = {name: table.column(name).to_pylist() for name in table.column_names}
+    change(columns)
+    pq.write_table(pa.table([pa.array(columns[f.name], type=pa.string()).dictionary_encode()
+                             if pa.types.is_dictionary(f.type) else pa.array(columns[f.name], type=f.type)
+                             for f in table.schema], names=table.column_names), path)
+
+
+def _plain_text_ids(path: Path) -> None:
+    """pair_id kept as plain strings, not a dictionary: the same ids, with no codes to compare."""
+    table = pq.read_table(path)
+    plain = table.column("pair_id").cast(pa.string())
+    pq.write_table(table.set_column(table.schema.get_field_index("pair_id"), "pair_id", plain), path,
+                   use_dictionary=False)
+
+
+def _swap(columns: dict, a: int, b: int) -> None:
+    for name, values in columns.items():
+        if name != "cell":
+            values[a], values[b] = values[b], values[a]
+
+
+def _first_of(columns: dict, candidate: int) -> int:
+    return columns["candidate"].index(candidate)
+
+
+# Each damages one cell of a store the way a forger or a broken writer could; whatever it does, validation that checks
+# every cell at once (bench.submissions.scores.clean_cells) must end exactly as validation cell by cell.
+_DAMAGES = {
+    "a pair given twice": (PAIRS, lambda c: [v.insert(1, v[1]) for v in c.values()]),
+    "a score not finite": (PAIRS, lambda c: c["student_chosen"].__setitem__(2, float("nan"))),
+    "a pair id not plain text": (PAIRS, lambda c: c["pair_id"].__setitem__(3, "bad\x00id")),
+    "an eval set not the cell's": (PAIRS, lambda c: c["eval_set"].__setitem__(0, "elsewhere")),
+    "a candidate index out of order": (CANDIDATES, lambda c: c["candidate"].__setitem__(_first_of(c, 1), 3)),
+    "two candidates swapped": (CANDIDATES, lambda c: _swap(c, _first_of(c, 0), _first_of(c, 0) + 1)),
+    "a candidate dropped": (CANDIDATES, lambda c: [v.pop(_first_of(c, 1)) for v in c.values()]),
+    "a set id given twice": (CANDIDATES, lambda c: c["set_id"].__setitem__(
+        slice(_first_of(c, 2) + 2, _first_of(c, 2) + 6), [c["set_id"][0]] * 4)),
+    "a set naming two pairs": (CANDIDATES, lambda c: c["pair_id"].__setitem__(_first_of(c, 1), c["pair_id"][-1])),
+    "an implied score of candidate 2": (CANDIDATES, lambda c: [c[who].__setitem__(_first_of(c, 2), None)
+                                                               for who in ("teacher", "student")]),
+    "an implied score of a pair not scored": (CANDIDATES, lambda c: c["pair_id"].__setitem__(
+        slice(0, _first_of(c, 2) + 1), ["no-such-pair"] * (_first_of(c, 2) + 1))),
+    "an eval set's rows apart": (CANDIDATES, lambda c: _swap(c, 0, next(k for k, e in enumerate(c["eval_set"])
+                                                                        if e != c["eval_set"][0]))),
+    "a grade not finite": (CANDIDATES, lambda c: c["grade"].__setitem__(5, float("inf"))),
+    "a set id missing": (CANDIDATES, lambda c: c["set_id"].__setitem__(4, None)),
+}
+
+
+@pytest.mark.parametrize("damage", [*_DAMAGES, "pair ids kept as plain text"])
+def test_every_cell_checked_at_once_ends_as_checked_cell_by_cell(fresh_runs, stored, damage, monkeypatch):
+    import bench.submissions.scores as scores
+
+    intact = scores.clean_cells(load_store(stored))
+    assert intact is not None and intact.scores.all() and intact.candidates.all()   # a clean store: every cell at once
+    if damage in _DAMAGES:
+        table, change = _DAMAGES[damage]
+        _edit_rows(stored / table, change)
+    else:
+        _plain_text_ids(stored / PAIRS)
+    _reseal(stored)
+    at_once = validate_submission(stored, fresh_runs.protocols, fresh_runs.model_pairs)
+    monkeypatch.setattr(scores, "clean_cells", lambda store: None)
+    one_by_one = validate_submission(stored, fresh_runs.protocols, fresh_runs.model_pairs)
+    assert outcome(at_once) == outcome(one_by_one)
+    # every damage is refused; ids kept as plain text are the same store, read cell by cell
+    assert one_by_one.ok == (damage not in _DAMAGES)
+
+
+def test_a_dictionary_naming_a_word_twice_is_read_cell_by_cell(stored):
+    # pyarrow writes each dictionary afresh, but another writer may not: a word under two codes would be two ids to
+    # a check on codes (a pair given twice not seen), so such a store is checked cell by cell, on the words
+    import dataclasses
+
+    from bench.submissions.scores import clean_cells
+
+    store = load_store(stored)
+    codes, words = store.codes["pairs.pair_id"]
+    twice = dataclasses.replace(store, codes={**store.codes, "pairs.pair_id": (codes, np.append(words[:-1], [words[0], None]))})
+    assert clean_cells(store) is not None and clean_cells(twice) is None

@@ -70,17 +70,20 @@ def as_os_error(error: BaseException, path: str | os.PathLike) -> OSError | None
     return OSError(code, os.strerror(code), str(path))
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, durable: bool = True) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over ``path``; the file gets
-    the mode the umask gives a new file (mkstemp's own is 0600)."""
+    the mode the umask gives a new file (mkstemp's own is 0600). ``durable=False``: no fsync, for a cache
+    whose reader checks every file it reads (a file a crash left empty is then rebuilt, not believed): a
+    reader still never sees half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         apply_umask(tmp)
         os.replace(tmp, path)
     except BaseException:

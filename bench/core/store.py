@@ -33,7 +33,7 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence
@@ -200,6 +200,9 @@ class Store:
     pair_spans: np.ndarray                        # cell i's pair rows: pair_spans[i]:pair_spans[i + 1]
     candidates: dict[str, np.ndarray]
     candidate_spans: np.ndarray
+    # "pairs.<column>" / "candidates.<column>" of an id column -> (each row's index into ``words``, ``words``: the
+    # column's dictionary, then None for a null): what checks of every cell at once compare in place of strings
+    codes: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
 
     def index(self, path: str) -> int | None:
         if not hasattr(self, "_where"):   # path -> row, built once (a frozen dataclass: set behind its back)
@@ -338,9 +341,9 @@ def csv_text(header: Sequence[str], rows: Sequence[Sequence]) -> bytes:
     return text.getvalue().encode()
 
 
-def _column(table, name: str) -> np.ndarray:
-    """A column as numpy: strings as an object array of str (a dictionary decoded once), numbers as float64
-    (null as NaN), integers as int64."""
+def _column(table, name: str, codes: dict | None = None) -> np.ndarray:
+    """A column as numpy: strings as an object array of str (a dictionary decoded once; its codes put in ``codes``
+    under ``name``, as Store.codes holds them), numbers as float64 (null as NaN), integers as int64."""
     import pyarrow as pa
 
     column = table.column(name).combine_chunks()
@@ -349,6 +352,8 @@ def _column(table, name: str) -> np.ndarray:
         words = np.array([None if w is None else sys.intern(w) for w in column.dictionary.to_pylist()] + [None],
                          dtype=object)
         indices = column.indices.fill_null(len(column.dictionary)).to_numpy(zero_copy_only=False)
+        if codes is not None:
+            codes[name] = (indices.astype(np.int64, copy=False), words)
         return words[indices]
     if pa.types.is_floating(column.type):
         return column.cast(pa.float64()).to_numpy(zero_copy_only=False)
@@ -411,15 +416,17 @@ def _load(folder: Path, stamp: tuple) -> Store:
     # the tables read from the bytes just checked: a file changed in between is never the one read
     cells, pairs, candidates = (_read_table(folder / name, blobs.get(name)) for name in STORE_FILES)
     n = cells.num_rows
-    pair_cols = {name: _column(pairs, name) for name in ("cell", *SCORE_COLUMNS)}
-    cand_cols = {name: _column(candidates, name) for name in ("cell", *CANDIDATE_COLUMNS)}
+    pair_codes, cand_codes = {}, {}
+    pair_cols = {name: _column(pairs, name, pair_codes) for name in ("cell", *SCORE_COLUMNS)}
+    cand_cols = {name: _column(candidates, name, cand_codes) for name in ("cell", *CANDIDATE_COLUMNS)}
     cand_cols["implied"] = candidates.column("teacher").combine_chunks().is_null().to_numpy(zero_copy_only=False)
     refs = cells.column("ref").to_pylist()
     return Store(folder, tuple(cells.column("path").to_pylist()), tuple(cells.column("result_json").to_pylist()),
                  {who: tuple(cells.column(f"{who}_sha256").to_pylist()) for who in ("result", "scores", "candidates")},
                  tuple(None if r is None else (r, p) for r, p in zip(refs, cells.column("ref_path").to_pylist())),
                  pair_cols, _spans(pair_cols["cell"], n, PAIRS, folder),
-                 cand_cols, _spans(cand_cols["cell"], n, CANDIDATES, folder))
+                 cand_cols, _spans(cand_cols["cell"], n, CANDIDATES, folder),
+                 {**{f"pairs.{k}": v for k, v in pair_codes.items()}, **{f"candidates.{k}": v for k, v in cand_codes.items()}})
 
 
 def store_of(path: str | os.PathLike) -> tuple[Path, str] | None:

@@ -339,10 +339,12 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
         found.digest = key
         try:
             summary, results, arrays = _to_entry(found, key, protocols)
-            atomic_write_bytes(entry.with_name(entry.name + ".path"), str(folder.resolve()).encode())
-            atomic_write_bytes(results_path(entry), results)
-            atomic_write_bytes(arrays_path(entry), arrays)
-            atomic_write_bytes(entry, json.dumps(summary, separators=(",", ":")).encode())   # last: it names the others
+            # not fsync'd: an entry is a cache, read only where its key and the sha256s its summary names agree
+            atomic_write_bytes(entry.with_name(entry.name + ".path"), str(folder.resolve()).encode(), durable=False)
+            atomic_write_bytes(results_path(entry), results, durable=False)
+            atomic_write_bytes(arrays_path(entry), arrays, durable=False)
+            # last: it names the others
+            atomic_write_bytes(entry, json.dumps(summary, separators=(",", ":")).encode(), durable=False)
             # the results from the record from now on, as a reused outcome's: a board of many submissions does not
             # hold them all (it reads the facts alone); the per-pair cells stay, as its decisions read them all
             found.cells = _lazy_results(summary, entry, lambda: validate_submission(folder, protocols, model_pairs))

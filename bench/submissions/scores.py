@@ -9,7 +9,7 @@ import math
 import zlib
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 
@@ -223,12 +223,168 @@ def _safe_ids(columns: list[list]) -> bool:
     return True
 
 
+class _Clean(NamedTuple):
+    """Every cell of a store checked at once (``clean_cells``), on the dictionary codes of its ids: which cells
+    ``stored_scores`` and ``stored_candidates`` would accept without a message, but for the bounds each cell's
+    result.json sets, which they check per cell (``scores_of``, ``candidates_of``). Any other cell is read
+    the per-cell way, which words what is wrong."""
+
+    scores: np.ndarray         # bool per cell: finite scores, safe pair ids, no (eval set, pair id) twice
+    score_sets: list           # per cell, the eval sets its pairs name
+    candidates: np.ndarray     # bool per cell: also its pairs clean, every implied score found, finite numbers,
+                               # safe ids, well-formed sets (bench.core.columns.well_formed_sets), each eval set's rows
+                               # together
+    candidate_sets: list       # per cell, the eval sets its candidates name
+    most: np.ndarray           # per cell, its largest candidate index (-1: none)
+    teacher: np.ndarray        # every candidate's scores, an implied one its pair's (Store.candidate_columns)
+    student: np.ndarray
+    runs: np.ndarray           # where each (cell, eval set) run of candidate rows starts, store-wide, and ends
+    starts: np.ndarray         # where each set starts, store-wide (within a run)
+
+    def scores_of(self, store, i: int, n_pairs: Mapping[str, int]):
+        """Cell ``i``'s ScoreColumns where it is clean within ``n_pairs``, else None."""
+        from bench.core.columns import ScoreColumns
+
+        lo, hi = store.pair_spans[i], store.pair_spans[i + 1]
+        if not (self.scores[i] and hi - lo <= sum(n_pairs.values()) and all(e in n_pairs for e in self.score_sets[i])):
+            return None
+        return ScoreColumns(*(store.pairs[name][lo:hi] for name in SCORE_COLUMNS))
+
+    def candidates_of(self, store, i: int, n_sets: Mapping[str, int], n: int):
+        """Cell ``i``'s CandidateColumns, its sets found (bench.core.columns.well_formed_sets), where it is clean
+        within ``n_sets`` sets of at most ``n`` candidates; else None."""
+        from bench.core.columns import CandidateColumns, CandidateSets
+
+        lo, hi = store.candidate_spans[i], store.candidate_spans[i + 1]
+        if not (self.candidates[i] and self.most[i] < n and hi - lo <= n * sum(n_sets.values())
+                and all(e in n_sets for e in self.candidate_sets[i])):
+            return None
+        c = store.candidates
+        columns = CandidateColumns(*(c[name][lo:hi] for name in CANDIDATE_COLUMNS[:5]), self.teacher[lo:hi],
+                                   self.student[lo:hi])
+        found = {}
+        set_words, pair_words = store.codes["candidates.set_id"], store.codes["candidates.pair_id"]
+        for r in range(*np.searchsorted(self.runs[:-1], [lo, hi])):
+            a, b = self.runs[r], self.runs[r + 1]
+            starts = self.starts[slice(*np.searchsorted(self.starts, [a, b]))]
+            found[c["eval_set"][a]] = CandidateSets(
+                tuple(set_words[1][set_words[0][starts]].tolist()),
+                tuple(p or "" for p in pair_words[1][pair_words[0][starts]].tolist()),
+                np.diff(np.append(starts, b)), c["grade"][a:b], self.teacher[a:b], self.student[a:b])
+        columns.__dict__["_well_formed"] = found   # as bench.core.columns.well_formed_sets keeps what it found
+        return columns
+
+
+_IDS = ("pairs.eval_set", "pairs.pair_id", "candidates.eval_set", "candidates.set_id", "candidates.pair_id")
+
+
+def clean_cells(store) -> _Clean | None:
+    """``store``'s cells checked at once (``_Clean``), computed once per store; None where its ids are not kept as
+    dictionaries of distinct words (then a code does not stand for one word), or a column not as the store writes it
+    (numbers, integers): then every cell is read per cell."""
+    if "_clean" not in store.__dict__:   # a frozen dataclass: set behind its back, as Store.index does
+        codes, p, c = store.codes, store.pairs, store.candidates
+        ok = all(name in codes and len(set(codes[name][1].tolist())) == len(codes[name][1]) for name in _IDS) and \
+            all(a.dtype == np.float64 for a in (*(p[k] for k in SCORE_COLUMNS[2:]), *(c[k] for k in CANDIDATE_COLUMNS[4:]))) \
+            and all(a.dtype == np.int64 for a in (p["cell"], c["cell"], c["candidate"]))
+        object.__setattr__(store, "_clean", _clean_cells(store) if ok else None)
+    return store.__dict__["_clean"]
+
+
+def _per_cell(cell: np.ndarray, bad: np.ndarray, n: int) -> np.ndarray:
+    """Per cell, whether none of its rows is ``bad``."""
+    return np.bincount(cell[bad], minlength=n) == 0
+
+
+def _names_per_cell(cell: np.ndarray, code: np.ndarray, words: np.ndarray, n: int) -> tuple[list, np.ndarray]:
+    """Per cell, the set of words its rows name; and how many distinct ones."""
+    both = np.unique(cell * len(words) + code)
+    names: list = [set() for _ in range(n)]
+    for c, w in zip((both // len(words)).tolist(), words[both % len(words)].tolist()):
+        names[c].add(w)
+    return names, np.bincount(both // len(words), minlength=n)
+
+
+def _safe_words(words: np.ndarray) -> np.ndarray:
+    return np.array([_unsafe(w) is None for w in words.tolist()], dtype=bool)
+
+
+def _clean_cells(store) -> _Clean:
+    n, codes = len(store.paths), store.codes
+    # pairs: finite, safe ids, no key twice within a cell
+    p = store.pairs
+    p_cell = p["cell"].astype(np.int64)
+    (p_eval, p_eval_words), (p_id, p_id_words) = codes["pairs.eval_set"], codes["pairs.pair_id"]
+    finite = np.logical_and.reduce([np.isfinite(p[name]) for name in SCORE_COLUMNS[2:]]) if len(p_cell) else \
+        np.ones(0, dtype=bool)
+    scores = _per_cell(p_cell, ~(finite & _safe_words(p_id_words)[p_id]), n)
+    keys = (p_cell * len(p_eval_words) + p_eval) * len(p_id_words) + p_id
+    order = np.argsort(keys, kind="stable")
+    twice = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    scores[p_cell[order][twice]] = False
+    score_sets, _ = _names_per_cell(p_cell, p_eval, p_eval_words, n)
+
+    # candidates: implied scores found in the cell's pairs, finite, safe ids, well-formed sets in runs
+    c = store.candidates
+    c_cell = c["cell"].astype(np.int64)
+    (c_eval, c_eval_words), (c_set, c_set_words), (c_pair, c_pair_words) = (codes[f"candidates.{name}"] for name in
+                                                                             ("eval_set", "set_id", "pair_id"))
+    candidate, m = c["candidate"], len(c_cell)
+    teacher, student = c["teacher"].copy(), c["student"].copy()
+    bad = np.zeros(m, dtype=bool)
+    implied = np.flatnonzero(c["implied"])
+    if len(implied):
+        as_eval = {w: k for k, w in enumerate(p_eval_words.tolist())}
+        as_id = {w: k for k, w in enumerate(p_id_words.tolist())}
+        e = np.array([as_eval.get(w, -1) for w in c_eval_words.tolist()], dtype=np.int64)[c_eval[implied]]
+        q = np.array([as_id.get(w, -1) for w in c_pair_words.tolist()], dtype=np.int64)[c_pair[implied]]
+        wanted = (c_cell[implied] * len(p_eval_words) + e) * len(p_id_words) + q
+        at = np.minimum(np.searchsorted(keys[order], wanted), max(len(keys) - 1, 0))
+        side = candidate[implied]
+        found = (e >= 0) & (q >= 0) & (side <= 1) & (len(keys) > 0)
+        found[found] = keys[order][at[found]] == wanted[found]
+        bad[implied[~found]] = True
+        row = order[at[found]]
+        for k in (0, 1):
+            mine = side[found] == k
+            teacher[implied[found][mine]] = p[SCORE_COLUMNS[2 + k]][row[mine]]
+            student[implied[found][mine]] = p[SCORE_COLUMNS[4 + k]][row[mine]]
+    bad |= ~(np.isfinite(c["grade"]) & np.isfinite(teacher) & np.isfinite(student))
+    bad |= ~(_safe_words(c_set_words)[c_set] & _safe_words(c_pair_words)[c_pair])
+    run = np.ones(m, dtype=bool)
+    run[1:] = (c_cell[1:] != c_cell[:-1]) | (c_eval[1:] != c_eval[:-1])
+    first = run.copy()
+    first[1:] |= c_set[1:] != c_set[:-1]
+    starts = np.flatnonzero(first)
+    sizes = np.diff(np.append(starts, m))
+    of_set = np.cumsum(first) - 1
+    bad |= candidate != np.arange(m) - starts[of_set]
+    bad |= c_pair != c_pair[starts][of_set]
+    bad[starts[sizes < 2]] = True
+    candidates = _per_cell(c_cell, bad, n) & scores
+    set_keys = (c_cell[starts] * len(c_eval_words) + c_eval[starts]) * len(c_set_words) + c_set[starts]
+    ordered = np.sort(set_keys)
+    candidates[(ordered[np.flatnonzero(ordered[1:] == ordered[:-1])] // len(c_set_words)) // len(c_eval_words)] = False
+    candidate_sets, distinct = _names_per_cell(c_cell, c_eval, c_eval_words, n)
+    runs = np.flatnonzero(run)
+    candidates &= np.bincount(c_cell[runs], minlength=n) == distinct   # each eval set's rows together
+    most = np.full(n, -1, dtype=np.int64)
+    held = np.flatnonzero(np.diff(store.candidate_spans) > 0)
+    if len(held):
+        most[held] = np.maximum.reduceat(candidate, store.candidate_spans[held])
+    return _Clean(scores, score_sets, candidates, candidate_sets, most, teacher, student, np.append(runs, m), starts)
+
+
 def stored_scores(v: Validation, rel: str, store, i: int, n_pairs: Mapping[str, int]):
     """``read_scores`` for cell ``i`` of a store, as columns (bench.core.columns.ScoreColumns): the same checks (a
     row's eval set, a pair given twice, its id's text, finite scores) on the store's arrays; None after recording
     what is wrong, worded row by row."""
     from bench.core.columns import ScoreColumns
 
+    clean = clean_cells(store)
+    found = None if clean is None else clean.scores_of(store, i, n_pairs)
+    if found is not None:
+        return found
     lo, hi = store.pair_spans[i], store.pair_spans[i + 1]
     eval_set, pair_id = (store.pairs[name][lo:hi] for name in SCORE_COLUMNS[:2])
     numbers = np.column_stack([store.pairs[name][lo:hi] for name in SCORE_COLUMNS[2:]])
@@ -261,6 +417,10 @@ def stored_candidates(v: Validation, rel: str, store, i: int, n_sets: Mapping[st
     from bench.core.columns import CandidateColumns, built_from, well_formed_sets
     from bench.core.store import StoreError
 
+    clean = clean_cells(store)
+    found = None if clean is None else clean.candidates_of(store, i, n_sets, n)
+    if found is not None:
+        return built_from(found, scores) if scores is not None and store.pairs_implied(i) else found
     try:
         eval_set, set_id, pair_id, candidate, grade, teacher, student = store.candidate_columns(i)
     except StoreError as error:
