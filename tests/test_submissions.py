@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -518,14 +519,17 @@ def test_bench_validate_passes_then_rejects_a_tampered_submission(runs, register
     assert "0 of 1 submissions pass" in out
 
 
-def test_bench_submit_from_the_command_line(runs, registered, tmp_path, capsys):
+def test_bench_submit_from_the_command_line(runs, registered, tmp_path, capsys, monkeypatch):
     from bench.cli import main
 
     source = runs.results / "mini-test" / "tiny-test" / "ceiling"
-    assert main(["submit", str(source), "--out", str(tmp_path), "--submitter", "cli"]) == 0
+    args = ["submit", str(source), "--out", str(tmp_path), "--submitter", "cli"]
+    monkeypatch.setattr(sys, "argv", ["bench", *args])   # the command as a shell runs it: what it records
+    assert main(args) == 0
     assert "submitted:" in capsys.readouterr().out
     meta = json.loads((tmp_path / "mini-test" / "tiny-test" / "ceiling" / SUBMISSION_FILE).read_text())
-    assert meta["command"].startswith("bench ") and meta["submitter"] == "cli"
+    # recorded without the folders its paths are in: a submission holds no path of the machine that made it
+    assert meta["command"] == f"bench submit ceiling --out {tmp_path.name} --submitter cli" and meta["submitter"] == "cli"
     assert main(["submit", str(source), "--out", str(tmp_path)]) == 2
     assert "exists; pass --force" in capsys.readouterr().err
 

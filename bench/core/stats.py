@@ -248,8 +248,10 @@ class Board:
             if not cells:
                 raise ValueError(f"methods {', '.join(sorted(self._every))} hold no seed in common")
         self.methods, self.seeds = tuple(sorted({c.method for c in cells})), tuple(sorted({c.seed for c in cells}))
-        self._cells = [sorted((c for c in cells if c.method == m), key=lambda c: (c.seed, c.source))
-                       for m in self.methods]
+        of_method: dict[str, list[Cell]] = defaultdict(list)   # one pass: a board may hold a thousand methods
+        for c in cells:
+            of_method[c.method].append(c)
+        self._cells = [sorted(of_method[m], key=lambda c: (c.seed, c.source)) for m in self.methods]
         layout, splits = self._cells[0], {}        # splits: (seed if nested, dataset) -> pair ids
         for own in self._cells:
             keys, ref = [(c.seed, c.source) for c in own], [(c.seed, c.source) for c in layout]

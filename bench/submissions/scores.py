@@ -240,6 +240,8 @@ class _Clean(NamedTuple):
     student: np.ndarray
     runs: np.ndarray           # where each (cell, eval set) run of candidate rows starts, store-wide, and ends
     starts: np.ndarray         # where each set starts, store-wide (within a run)
+    credits: dict              # "teacher" / "student": each set's credit (bench.core.metrics.bon_credits) in a
+                               # clean cell, NaN in another
 
     def scores_of(self, store, i: int, n_pairs: Mapping[str, int]):
         """Cell ``i``'s ScoreColumns where it is clean within ``n_pairs``, else None."""
@@ -266,11 +268,13 @@ class _Clean(NamedTuple):
         set_words, pair_words = store.codes["candidates.set_id"], store.codes["candidates.pair_id"]
         for r in range(*np.searchsorted(self.runs[:-1], [lo, hi])):
             a, b = self.runs[r], self.runs[r + 1]
-            starts = self.starts[slice(*np.searchsorted(self.starts, [a, b]))]
-            found[c["eval_set"][a]] = CandidateSets(
+            held = slice(*np.searchsorted(self.starts, [a, b]))
+            starts = self.starts[held]
+            own = found[c["eval_set"][a]] = CandidateSets(
                 tuple(set_words[1][set_words[0][starts]].tolist()),
                 tuple(p or "" for p in pair_words[1][pair_words[0][starts]].tolist()),
                 np.diff(np.append(starts, b)), c["grade"][a:b], self.teacher[a:b], self.student[a:b])
+            own.__dict__["_credits"] = {who: credits[held] for who, credits in self.credits.items()}   # as credits() keeps them
         columns.__dict__["_well_formed"] = found   # as bench.core.columns.well_formed_sets keeps what it found
         return columns
 
@@ -297,8 +301,10 @@ def _per_cell(cell: np.ndarray, bad: np.ndarray, n: int) -> np.ndarray:
 
 
 def _names_per_cell(cell: np.ndarray, code: np.ndarray, words: np.ndarray, n: int) -> tuple[list, np.ndarray]:
-    """Per cell, the set of words its rows name; and how many distinct ones."""
-    both = np.unique(cell * len(words) + code)
+    """Per cell, the set of words its rows name; and how many distinct ones (the rows grouped by cell)."""
+    heads = np.ones(len(cell), dtype=bool)   # a row's word is that of the first of its run: those name them all
+    heads[1:] = (cell[1:] != cell[:-1]) | (code[1:] != code[:-1])
+    both = np.unique(cell[heads] * len(words) + code[heads])
     names: list = [set() for _ in range(n)]
     for c, w in zip((both // len(words)).tolist(), words[both % len(words)].tolist()):
         names[c].add(w)
@@ -310,6 +316,8 @@ def _safe_words(words: np.ndarray) -> np.ndarray:
 
 
 def _clean_cells(store) -> _Clean:
+    from bench.core.metrics import bon_credits
+
     n, codes = len(store.paths), store.codes
     # pairs: finite, safe ids, no key twice within a cell
     p = store.pairs
@@ -372,7 +380,15 @@ def _clean_cells(store) -> _Clean:
     held = np.flatnonzero(np.diff(store.candidate_spans) > 0)
     if len(held):
         most[held] = np.maximum.reduceat(candidate, store.candidate_spans[held])
-    return _Clean(scores, score_sets, candidates, candidate_sets, most, teacher, student, np.append(runs, m), starts)
+    # the credits of every set of the clean cells in one bon_credits (each set's is its own, whatever is beside it)
+    rows, sets = candidates[c_cell], candidates[c_cell[starts]]
+    credits = {}
+    for who, score in (("teacher", teacher), ("student", student)):
+        credits[who] = np.full(len(starts), np.nan)
+        credits[who][sets] = bon_credits(score[rows], c["grade"][rows], sizes[sets])
+        credits[who].flags.writeable = False
+    return _Clean(scores, score_sets, candidates, candidate_sets, most, teacher, student, np.append(runs, m), starts,
+                  credits)
 
 
 def stored_scores(v: Validation, rel: str, store, i: int, n_pairs: Mapping[str, int]):
