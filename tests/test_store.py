@@ -307,3 +307,18 @@ def test_a_dictionary_naming_a_word_twice_is_read_cell_by_cell(stored):
     codes, words = store.codes["pairs.pair_id"]
     twice = dataclasses.replace(store, codes={**store.codes, "pairs.pair_id": (codes, np.append(words[:-1], [words[0], None]))})
     assert clean_cells(store) is not None and clean_cells(twice) is None
+
+
+def test_a_store_too_large_for_its_keys_is_read_cell_by_cell(stored, monkeypatch):
+    # cells x eval sets x ids past an int64 would wrap the keys, and a candidate could find another cell's pair
+    import dataclasses
+
+    import bench.submissions.scores as scores
+
+    store = load_store(stored)
+    most = max(len(store.codes[f"{table}.eval_set"][1]) * len(store.codes[f"{table}.{ids}"][1])
+               for table, ids in (("pairs", "pair_id"), ("candidates", "set_id"))) * len(store.paths)
+    monkeypatch.setattr(scores, "_KEYS", most)
+    assert scores.clean_cells(dataclasses.replace(store)) is None
+    monkeypatch.setattr(scores, "_KEYS", most + 1)
+    assert scores.clean_cells(dataclasses.replace(store)) is not None

@@ -279,18 +279,23 @@ class _Clean(NamedTuple):
         return columns
 
 
+# A key of a cell's, an eval set's and an id's codes takes cells x eval sets x ids values: they must fit an int64.
+_KEYS = 1 << 62
 _IDS = ("pairs.eval_set", "pairs.pair_id", "candidates.eval_set", "candidates.set_id", "candidates.pair_id")
 
 
 def clean_cells(store) -> _Clean | None:
     """``store``'s cells checked at once (``_Clean``), computed once per store; None where its ids are not kept as
     dictionaries of distinct words (then a code does not stand for one word), or a column not as the store writes it
-    (numbers, integers): then every cell is read per cell."""
+    (numbers, integers), or of so many cells and words that a key of a cell's, an eval set's and an id's codes would
+    not fit an int64: then every cell is read per cell."""
     if "_clean" not in store.__dict__:   # a frozen dataclass: set behind its back, as Store.index does
         codes, p, c = store.codes, store.pairs, store.candidates
         ok = all(name in codes and len(set(codes[name][1].tolist())) == len(codes[name][1]) for name in _IDS) and \
             all(a.dtype == np.float64 for a in (*(p[k] for k in SCORE_COLUMNS[2:]), *(c[k] for k in CANDIDATE_COLUMNS[4:]))) \
-            and all(a.dtype == np.int64 for a in (p["cell"], c["cell"], c["candidate"]))
+            and all(a.dtype == np.int64 for a in (p["cell"], c["cell"], c["candidate"])) \
+            and all(len(store.paths) * len(codes[f"{table}.eval_set"][1]) * len(codes[f"{table}.{ids}"][1]) < _KEYS
+                    for table, ids in (("pairs", "pair_id"), ("candidates", "set_id")))   # the keys fit an int64
         object.__setattr__(store, "_clean", _clean_cells(store) if ok else None)
     return store.__dict__["_clean"]
 
@@ -387,6 +392,7 @@ def _clean_cells(store) -> _Clean:
         credits[who] = np.full(len(starts), np.nan)
         credits[who][sets] = bon_credits(score[rows], c["grade"][rows], sizes[sets])
         credits[who].flags.writeable = False
+    teacher.flags.writeable = student.flags.writeable = False   # shared by every cell's columns: read, never written
     return _Clean(scores, score_sets, candidates, candidate_sets, most, teacher, student, np.append(runs, m), starts,
                   credits)
 
