@@ -333,7 +333,8 @@ def _clean_cells(store) -> _Clean:
     scores = _per_cell(p_cell, ~(finite & _safe_words(p_id_words)[p_id]), n)
     keys = (p_cell * len(p_eval_words) + p_eval) * len(p_id_words) + p_id
     order = np.argsort(keys, kind="stable")
-    twice = np.flatnonzero(keys[order][1:] == keys[order][:-1])
+    ordered = keys[order]
+    twice = np.flatnonzero(ordered[1:] == ordered[:-1])
     scores[p_cell[order][twice]] = False
     score_sets, _ = _names_per_cell(p_cell, p_eval, p_eval_words, n)
 
@@ -352,16 +353,16 @@ def _clean_cells(store) -> _Clean:
         e = np.array([as_eval.get(w, -1) for w in c_eval_words.tolist()], dtype=np.int64)[c_eval[implied]]
         q = np.array([as_id.get(w, -1) for w in c_pair_words.tolist()], dtype=np.int64)[c_pair[implied]]
         wanted = (c_cell[implied] * len(p_eval_words) + e) * len(p_id_words) + q
-        at = np.minimum(np.searchsorted(keys[order], wanted), max(len(keys) - 1, 0))
+        at = np.minimum(np.searchsorted(ordered, wanted), max(len(keys) - 1, 0))
         side = candidate[implied]
         found = (e >= 0) & (q >= 0) & (side <= 1) & (len(keys) > 0)
-        found[found] = keys[order][at[found]] == wanted[found]
+        found[found] = ordered[at[found]] == wanted[found]
         bad[implied[~found]] = True
-        row = order[at[found]]
+        filled, row = implied[found], order[at[found]]
         for k in (0, 1):
             mine = side[found] == k
-            teacher[implied[found][mine]] = p[SCORE_COLUMNS[2 + k]][row[mine]]
-            student[implied[found][mine]] = p[SCORE_COLUMNS[4 + k]][row[mine]]
+            teacher[filled[mine]] = p[SCORE_COLUMNS[2 + k]][row[mine]]
+            student[filled[mine]] = p[SCORE_COLUMNS[4 + k]][row[mine]]
     bad |= ~(np.isfinite(c["grade"]) & np.isfinite(teacher) & np.isfinite(student))
     bad |= ~(_safe_words(c_set_words)[c_set] & _safe_words(c_pair_words)[c_pair])
     run = np.ones(m, dtype=bool)
@@ -375,9 +376,8 @@ def _clean_cells(store) -> _Clean:
     bad |= c_pair != c_pair[starts][of_set]
     bad[starts[sizes < 2]] = True
     candidates = _per_cell(c_cell, bad, n) & scores
-    set_keys = (c_cell[starts] * len(c_eval_words) + c_eval[starts]) * len(c_set_words) + c_set[starts]
-    ordered = np.sort(set_keys)
-    candidates[(ordered[np.flatnonzero(ordered[1:] == ordered[:-1])] // len(c_set_words)) // len(c_eval_words)] = False
+    set_keys = np.sort((c_cell[starts] * len(c_eval_words) + c_eval[starts]) * len(c_set_words) + c_set[starts])
+    candidates[(set_keys[np.flatnonzero(set_keys[1:] == set_keys[:-1])] // len(c_set_words)) // len(c_eval_words)] = False
     candidate_sets, distinct = _names_per_cell(c_cell, c_eval, c_eval_words, n)
     runs = np.flatnonzero(run)
     candidates &= np.bincount(c_cell[runs], minlength=n) == distinct   # each eval set's rows together
