@@ -207,12 +207,61 @@ def test_a_board_of_many_methods_computes_them_a_step_at_a_time_to_the_same_numb
         return json.dumps(plain([*(board.stats(m, ceiling="b") for m in board.methods), board.compare("m3", "a"),
                                  *board.ranks(), board.stats("m4", ceiling=None, source="b")]))
     whole = Board(cells, n_boot=300)
+    expected = everything(whole)
     assert whole._acc[True] is not None
     monkeypatch.setattr(stats, "METHODS_KEPT", 2)
     monkeypatch.setattr(stats, "METHODS_PER_STEP", 2)
+    stats._KNOWN.clear()   # computed again a step at a time, not taken from the whole board's
     stepped = Board(cells, n_boot=300)
+    assert everything(stepped) == expected
     assert stepped._acc[True] is None and len(stepped._steps()) == 4
-    assert everything(stepped) == everything(whole)
+
+
+def test_a_method_has_the_same_replicates_on_every_board_and_a_board_takes_them_from_its_own(monkeypatch):
+    """What lets a group's board take a method's replicate values from its submission's board (stats._KNOWN): where
+    every count is exact, a method's values are those of its own rows alone, bit for bit, so computed afresh on a
+    board of many methods, a step at a time, they equal those of its own board. A board takes them only for the same
+    cells, rows and draws, and keeps none whose counts are not exact (a BoN credit such as 1/3). Nine seeds and 37
+    pairs: a mean over 8 seeds or more added pairwise differs from one added in order (as numpy added them on a board
+    of one method, and in order on one of several)."""
+    import dataclasses
+
+    import bench.core.stats as stats
+
+    rng = np.random.default_rng(4)
+    base = two_close_methods(n=37, seeds=tuple(range(9)))
+    cells = base + [make_cell(f"m{k}", c.seed, c.source, {e.name: (list(e.teacher), random_correct(rng, len(e.student)))
+                                                          for e in c.eval_sets})
+                    for k in range(5) for c in base if c.method == "a"]
+    methods = sorted({c.method for c in cells})
+
+    def alone():   # each method on its own board, as its submission's validation computes it
+        boards = {m: Board([c for c in cells if c.method == m], n_boot=300) for m in methods}
+        return {m: board for m, board in boards.items() if board.replicates("nts")[m] is not None}
+    own = {m: {k: board.replicates(k)[m] for k in stats.METRICS} for m, board in alone().items()}
+    monkeypatch.setattr(stats, "METHODS_KEPT", 2)
+    monkeypatch.setattr(stats, "METHODS_PER_STEP", 2)
+    stats._KNOWN.clear()
+    fresh = Board(cells, n_boot=300)
+    for k in stats.METRICS:
+        assert all(np.array_equal(fresh.replicates(k)[m], own[m][k]) for m in methods)
+    assert fresh._acc[True] is None   # computed, a step at a time
+
+    stats._KNOWN.clear()
+    alone()
+    every = Board(cells, n_boot=300)
+    every.replicates("nts")
+    assert True not in every._acc   # all known: no replicate's accuracy computed
+    assert all(np.array_equal(every.replicates(k)[m], own[m][k]) for k in stats.METRICS for m in methods)
+    other = Board(cells, n_boot=200)   # other draws: computed
+    other.replicates("nts")
+    assert other._acc[True] is None
+
+    stats._KNOWN.clear()
+    graded = [dataclasses.replace(c, eval_sets=tuple(dataclasses.replace(e, teacher=e.teacher * 0.3)
+                                                     for e in c.eval_sets)) for c in cells if c.method == "a"]
+    Board(graded, n_boot=300).replicates("nts")
+    assert not stats._KNOWN
 
 
 def test_replicate_counts_in_float32_and_kept_teacher_rows_are_float64s_to_the_bit():

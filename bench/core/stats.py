@@ -163,6 +163,22 @@ def _counts(resamples: Resamples, d: str, J: int, correct: np.ndarray, shared: b
 
 
 @dataclass(frozen=True)
+class _Known:
+    """A method's replicate values (metric -> (B,)) on a board: of its cells (its first the key of ``_KNOWN``, the
+    rest held here), on the rows ``rows`` (cell, eval set and seed of each row of the scope) and the resamples
+    ``resamples`` (a weak reference: draws made again are other draws)."""
+    resamples: weakref.ref
+    rows: tuple[bytes, bytes, bytes]
+    rest: tuple[Cell, ...]
+    values: dict[str, np.ndarray]
+
+
+# A method's replicate values, kept on its first cell (they go with the cells, one scope each): validating a
+# submission computes them on its own board, and its group's board of the same cells and draws takes them.
+_KNOWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
 class Interval:
     estimate: float
     low: float
@@ -292,9 +308,9 @@ class Board:
                 raise ValueError(f"resamples for {d} must have shape (B, 1 or {len(self.seeds)}, {n})")
         self._point = Resamples(np.arange(len(self.seeds))[None, :], {d: np.ones((1, 1, n)) for d, n in self.datasets.items()})
         # The replicates' accuracies, (2, M, C, E, B, J), are kept while the board has at most METHODS_KEPT
-        # methods; past that they would take GBs, so each scope computes them a step of methods at a time.
-        self._acc = {False: self._accuracies(self._point),
-                     True: self._accuracies(self.resamples) if len(self.methods) <= METHODS_KEPT else None}
+        # methods; past that they would take GBs, so each scope computes them a step of methods at a time. Made
+        # when first needed: a board whose methods' replicate values are all known (``_known``) needs none.
+        self._acc = {False: self._accuracies(self._point)}
 
     def _steps(self) -> list[range]:
         """The methods, METHODS_PER_STEP at a time: a fixed number, so a method's numbers never depend on memory."""
@@ -339,26 +355,79 @@ class Board:
         return cached[category, source, boot]
 
     def _compute_values(self, category: str | None, source: str | None, boot: bool
-                        ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+                        ) -> dict[str, tuple[np.ndarray | None, np.ndarray]]:
+        """metric -> (per-seed means (M, K, 1, 1), point values (M, 1)) of the point, or (None, replicate values
+        (M, B)) of the replicates, whose per-seed means nothing reads. A method's replicate values known from another
+        board of its cells (``_known``) are taken, not computed again."""
         resamples = self.resamples if boot else self._point
         draws = resamples.seeds_drawn
         _, mask = self._scope(category, source)
         rc, re = self._row_cell[mask], self._row_eval[mask]
         seed_of = self._row_seed[mask]
-        parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = defaultdict(list)
-        kept = self._acc[boot]
+        rows_key = (rc.tobytes(), re.tobytes(), seed_of.tobytes())
+        parts: dict[str, list[tuple[np.ndarray | None, np.ndarray]]] = defaultdict(list)
         for methods in self._steps():   # kept or not, a step at a time: the temporaries stay small (and fast)
-            acc = kept[:, methods.start:methods.stop] if kept is not None else self._accuracies(resamples, methods)
+            known = [self._known(m, rows_key) for m in methods] if boot else []
+            if known and all(v is not None for v in known):
+                for name in METRICS:
+                    parts[name].append((None, np.stack([v[name] for v in known])))
+                continue
+            acc = self._kept_accuracies(boot, methods)
             tid, sid, tood, sood = acc[0][:, rc, 0], acc[1][:, rc, 0], acc[0][:, rc, re], acc[1][:, rc, re]
-            rows = dict(zip(METRICS, (tid, sid, tood, sood, sid - tid, sood - tood,
-                                      sood - tood - np.maximum(0.0, tid - sid))))
+            # every metric at once, (METRICS, M, R, B, J): each value is computed as it would be on its own
+            value = np.stack((tid, sid, tood, sood, sid - tid, sood - tood, sood - tood - np.maximum(0.0, tid - sid)))
             B, S, J = draws.shape[0], draws.shape[1], acc.shape[-1]
             slot = np.arange(S)[None, :] if J > 1 else np.zeros((1, S), dtype=np.intp)
-            for name, value in rows.items():   # value: (M, R, B, J)
-                per_seed = np.stack([value[:, seed_of == k].mean(1) for k in range(len(self.seeds))], 1)
-                parts[name].append((per_seed, per_seed[:, draws, np.arange(B)[:, None], slot].mean(-1)))
-        return {name: tuple(got[0] if len(got) == 1 else np.concatenate(got, 0) for got in zip(*steps))
-                for name, steps in parts.items()}
+            per_seed = np.stack([value[:, :, seed_of == k].mean(2) for k in range(len(self.seeds))], 2)
+            # each replicate's mean over its seeds, added in seed order: numpy's mean would add them pairwise (from 8
+            # seeds) where they lie contiguous, as for a board of one method, else in order, so that a method's values
+            # would depend on what is beside it
+            drawn = per_seed[:, :, draws.T, np.arange(B)[None, :], slot.T]   # (METRICS, M, S, B)
+            total = drawn[:, :, 0].copy()
+            for k in range(1, S):
+                total += drawn[:, :, k]
+            replicated = total / S
+            for k, name in enumerate(METRICS):
+                parts[name].append((None if boot else per_seed[k], replicated[k]))
+            if boot:
+                for k, m in enumerate(methods):
+                    self._remember(m, rows_key, {name: steps[-1][1][k] for name, steps in parts.items()})
+        return {name: tuple(None if got[0] is None else got[0] if len(got) == 1 else np.concatenate(got, 0)
+                            for got in zip(*steps)) for name, steps in parts.items()}
+
+    def _kept_accuracies(self, boot: bool, methods: range) -> np.ndarray:
+        """The accuracies of a step of methods: of the kept ones (made once, at most METHODS_KEPT methods), else
+        computed for the step."""
+        if boot not in self._acc:
+            self._acc[boot] = self._accuracies(self.resamples) if len(self.methods) <= METHODS_KEPT else None
+        kept = self._acc[boot]
+        return kept[:, methods.start:methods.stop] if kept is not None else \
+            self._accuracies(self.resamples if boot else self._point, methods)
+
+    def _known(self, m: int, rows_key: tuple) -> dict[str, np.ndarray] | None:
+        """Method ``m``'s replicate values, metric -> (B,), where a board of the very same cells, rows and resamples
+        computed them (``_KNOWN``); else None."""
+        own = self._cells[m]
+        entry = _KNOWN.get(own[0])
+        if entry is None or entry.resamples() is not self.resamples or entry.rows != rows_key or \
+                len(entry.rest) != len(own) - 1 or any(a is not b for a, b in zip(entry.rest, own[1:])):
+            return None
+        return entry.values
+
+    def _remember(self, m: int, rows_key: tuple, values: dict[str, np.ndarray]) -> None:
+        """Keep method ``m``'s replicate values on its first cell, where no other method's could have changed them:
+        where every count is exact (whole weights, correctness 0, 0.5 or 1: ``_counts``), a method's values are
+        those of its own rows alone, bit for bit, whatever else is on the board."""
+        own = self._cells[m]
+        J = max(w.shape[1] for w in self.resamples.weights.values())
+        if not all(_flat_weights(self.resamples, d, J)[2] is not None for d in self.datasets):
+            return
+        correct = np.concatenate([a for c in own for e in c.eval_sets for a in (e.teacher, e.student)])
+        if not ((correct == 0) | (correct == 0.5) | (correct == 1)).all():
+            return
+        for value in values.values():
+            value.flags.writeable = False
+        _KNOWN[own[0]] = _Known(weakref.ref(self.resamples), rows_key, tuple(own[1:]), values)
 
     def replicates(self, metric: str, category: str | None = None, source: str | None = None) -> dict[str, np.ndarray]:
         """method -> the metric's N_BOOT replicate values."""
@@ -379,7 +448,8 @@ class Board:
         scope, mask = self._scope(category, source)
         q = (1 - LEVEL) / 2
         with np.errstate(invalid="ignore"):   # a PGR replicate whose ceiling gain is 0 is inf or nan
-            metrics = {k: Interval(e, *map(float, np.quantile(r, [q, 1 - q]))) for k, (e, r) in est.items()}
+            bounds = np.quantile(np.stack([r for _, r in est.values()]), [q, 1 - q], axis=1).T.tolist()
+        metrics = {k: Interval(e, low, high) for (k, (e, _)), (low, high) in zip(est.items(), bounds)}
         return MethodStats(method, scope, len(self.seeds), int(mask.sum()) // len(self.seeds), self.resamples.n, metrics)
 
     def compare(self, a: str, b: str, category: str | None = None, source: str | None = None) -> Comparison:

@@ -3,6 +3,7 @@ reference teacher, every number recomputed from its scores, its derived seeds, i
 provenance, and a method's source where the method is not built in."""
 from __future__ import annotations
 
+import functools
 import math
 
 import bench.submissions.limits as limits
@@ -182,6 +183,18 @@ def check_timings(v: Validation, rel: str, result: CellResult) -> None:
                     "seconds (30 days)", REGENERATE)
 
 
+_stage_seed = functools.lru_cache(maxsize=1 << 14)(stage_seed)
+
+
+def _derived(protocol: ProtocolSpec, seed: int, source: str, stage: str, replicate: int) -> int:
+    """``stage_seed``, a function of its arguments, kept for those asked before: a tree of submissions of one protocol
+    asks for the same few thousand seeds again and again (a spec that cannot be hashed is derived each time)."""
+    try:
+        return _stage_seed(protocol, seed, source, stage, replicate)
+    except TypeError:
+        return stage_seed(protocol, seed, source, stage, replicate)
+
+
 def check_seeds(v: Validation, rel: str, result: CellResult, protocol: ProtocolSpec) -> None:
     """Every derived seed is the one the code derives from the cell's seed (bench.core.data.stage_seed): a
     seed is never chosen, so an edited one is a cell no rerun reproduces. A harness-trained cell records
@@ -191,7 +204,7 @@ def check_seeds(v: Validation, rel: str, result: CellResult, protocol: ProtocolS
         v.error(rel, "derived_seeds", f"names the stages {sorted(result.derived_seeds)}; a cell's are {sorted(stages)}",
                 REGENERATE)
     for stage in stages:
-        derived = stage_seed(protocol, result.seed, result.source, stage, result.replicate)
+        derived = _derived(protocol, result.seed, result.source, stage, result.replicate)
         if stage in result.derived_seeds and result.derived_seeds[stage] != derived:
             v.error(rel, f"derived_seeds.{stage}", f"is {result.derived_seeds[stage]}, but seed {result.seed} of "
                     f"{result.source}{f' (replicate {result.replicate})' if result.replicate else ''} derives "
