@@ -348,9 +348,7 @@ def _column(table, name: str, codes: dict | None = None) -> np.ndarray:
 
     column = table.column(name).combine_chunks()
     if pa.types.is_dictionary(column.type):
-        # interned: every store of a protocol names the same test pairs, and a board holds many stores' ids
-        words = np.array([None if w is None else sys.intern(w) for w in column.dictionary.to_pylist()] + [None],
-                         dtype=object)
+        words = _words(column.dictionary)
         indices = column.indices.fill_null(len(column.dictionary)).to_numpy(zero_copy_only=False)
         if codes is not None:
             codes[name] = (indices.astype(np.int64, copy=False), words)
@@ -360,6 +358,26 @@ def _column(table, name: str, codes: dict | None = None) -> np.ndarray:
     if pa.types.is_integer(column.type):
         return column.cast(pa.int64()).to_numpy(zero_copy_only=False)
     return np.array(column.to_pylist(), dtype=object)
+
+
+_WORDS: dict[tuple, np.ndarray] = {}   # a dictionary's buffers -> its words (the last few distinct dictionaries)
+_WORDS_KEPT = 64
+
+
+def _words(dictionary) -> np.ndarray:
+    """A dictionary's words as a read-only object array of str, None appended (a null's code): interned, as every
+    store of a protocol names the same test pairs and a board holds many stores' ids; and decoded once per distinct
+    dictionary, which its length, offset and buffers fix (stores of one protocol hold the same dictionaries)."""
+    key = (str(dictionary.type), len(dictionary), dictionary.offset,
+           tuple(None if b is None else b.to_pybytes() for b in dictionary.buffers()))
+    words = _WORDS.get(key)
+    if words is None:
+        words = np.array([None if w is None else sys.intern(w) for w in dictionary.to_pylist()] + [None], dtype=object)
+        words.flags.writeable = False
+        if len(_WORDS) >= _WORDS_KEPT:
+            _WORDS.pop(next(iter(_WORDS)))
+        _WORDS[key] = words
+    return words
 
 
 def _spans(cell: np.ndarray, n: int, name: str, folder: Path) -> np.ndarray:

@@ -4,7 +4,6 @@ paths, recorded commands without local paths, and a JSON file read against its p
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
@@ -101,22 +100,14 @@ def _all_strings(obj: Any) -> set[str]:
     return found
 
 
-# A string of JSON text, its escapes whole: outside strings JSON text holds no quote or backslash, so read from the
-# left these are its strings, keys included (each decoded by json where it escapes a character).
-_JSON_STRING = re.compile(r'"([^"\\]*(?:\\.[^"\\]*)*)"')
-
-
-def _all_plain(obj: Any, text: str | None = None) -> bool:
+def _all_plain(obj: Any) -> bool:
     """Whether every string of a JSON value, keys included, is plain, with no regard to where it is: within the
     least length limit of any field, no unsafe text even where markup is allowed, no local path. Then
     ``check_text`` finds nothing, as every rule it applies somewhere admits a plain string; a value with any
-    other string takes the walk that words what is wrong. ``text``: the JSON text ``obj`` was parsed from, in which
-    its strings are found faster than by walking it."""
+    other string takes the walk that words what is wrong."""
     least = min(limits.MAX_TEXT_CHARS, limits.MAX_TEMPLATE_CHARS)
     known = _PLAIN.setdefault(least, set())
-    found = _all_strings(obj) if text is None else \
-        {json.loads(f'"{t}"') if "\\" in t else t for t in _JSON_STRING.findall(text)}
-    new = found - known
+    new = _all_strings(obj) - known
     for text in new:
         if len(text) > least or _unsafe(text, False) or LOCAL_PATH_RE.match(text):
             return False
@@ -125,11 +116,11 @@ def _all_plain(obj: Any, text: str | None = None) -> bool:
     return True
 
 
-def check_text(v: Validation, file: str, obj: Any, text: str | None = None) -> None:
+def check_text(v: Validation, file: str, obj: Any) -> None:
     """Every string of ``obj``, a JSON value, checked where it is: its text safe to show, its length within its
-    field's limit, and no local path. ``text``: the JSON text it was parsed from, if it was."""
+    field's limit, and no local path."""
     try:
-        if _all_plain(obj, text):
+        if _all_plain(obj):
             return
     except TypeError:   # not a JSON value: the walk says what it finds
         pass
@@ -174,7 +165,7 @@ def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel], con
     if not isinstance(data, dict):
         v.error(rel, "", "is not a JSON object", REGENERATE)
         raise _Stop
-    check_text(v, rel, data, raw)
+    check_text(v, rel, data)
     expected = SCHEMA_VERSION if model is SubmissionFile else RESULT_SCHEMA
     if data.get("schema_version") != expected:
         v.error(rel, "schema_version", f"is {data.get('schema_version')!r}; this bench reads {expected}",

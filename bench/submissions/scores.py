@@ -242,6 +242,7 @@ class _Clean(NamedTuple):
     starts: np.ndarray         # where each set starts, store-wide (within a run)
     credits: dict              # "teacher" / "student": each set's credit (bench.core.metrics.bon_credits) in a
                                # clean cell, NaN in another
+    pair_words: np.ndarray     # the candidates' pair ids by code, a null one (a set built from no pair) as ""
 
     def scores_of(self, store, i: int, n_pairs: Mapping[str, int]):
         """Cell ``i``'s ScoreColumns where it is clean within ``n_pairs``, else None."""
@@ -272,7 +273,7 @@ class _Clean(NamedTuple):
             starts = self.starts[held]
             own = found[c["eval_set"][a]] = CandidateSets(
                 tuple(set_words[1][set_words[0][starts]].tolist()),
-                tuple(p or "" for p in pair_words[1][pair_words[0][starts]].tolist()),
+                tuple(self.pair_words[pair_words[0][starts]].tolist()),
                 np.diff(np.append(starts, b)), c["grade"][a:b], self.teacher[a:b], self.student[a:b])
             own.__dict__["_credits"] = {who: credits[held] for who, credits in self.credits.items()}   # as credits() keeps them
         columns.__dict__["_well_formed"] = found   # as bench.core.columns.well_formed_sets keeps what it found
@@ -394,7 +395,7 @@ def _clean_cells(store) -> _Clean:
         credits[who].flags.writeable = False
     teacher.flags.writeable = student.flags.writeable = False   # shared by every cell's columns: read, never written
     return _Clean(scores, score_sets, candidates, candidate_sets, most, teacher, student, np.append(runs, m), starts,
-                  credits)
+                  credits, np.array([w or "" for w in c_pair_words.tolist()], dtype=object))
 
 
 def stored_scores(v: Validation, rel: str, store, i: int, n_pairs: Mapping[str, int]):
