@@ -322,3 +322,18 @@ def test_a_store_too_large_for_its_keys_is_read_cell_by_cell(stored, monkeypatch
     assert scores.clean_cells(dataclasses.replace(store)) is None
     monkeypatch.setattr(scores, "_KEYS", most + 1)
     assert scores.clean_cells(dataclasses.replace(store)) is not None
+
+
+def test_a_dictionary_is_decoded_once_per_distinct_dictionary():
+    """Stores of one protocol hold the same dictionaries of ids: each distinct one (its length, offset and buffers) is
+    decoded once, read-only, and another never takes its words."""
+    import pyarrow as pa
+
+    from bench.core.store import _words
+
+    first = _words(pa.array(["x", "y", "x"]).dictionary_encode().dictionary)
+    assert list(first) == ["x", "y", None] and not first.flags.writeable
+    assert _words(pa.array(["x", "y"]).dictionary_encode().dictionary) is first
+    assert list(_words(pa.array(["x", "z"]).dictionary_encode().dictionary)) == ["x", "z", None]
+    assert list(_words(pa.array(["q", "x", "y"])[1:])) == ["x", "y", None]   # an offset into other buffers
+    assert list(_words(pa.array(["x", None]))) == ["x", None, None]

@@ -373,12 +373,14 @@ class Board:
                     parts[name].append((None, np.stack([v[name] for v in known])))
                 continue
             acc = self._kept_accuracies(boot, methods)
-            tid, sid, tood, sood = acc[0][:, rc, 0], acc[1][:, rc, 0], acc[0][:, rc, re], acc[1][:, rc, re]
-            # every metric at once, (METRICS, M, R, B, J): each value is computed as it would be on its own
-            value = np.stack((tid, sid, tood, sood, sid - tid, sood - tood, sood - tood - np.maximum(0.0, tid - sid)))
             B, S, J = draws.shape[0], draws.shape[1], acc.shape[-1]
             slot = np.arange(S)[None, :] if J > 1 else np.zeros((1, S), dtype=np.intp)
-            per_seed = np.stack([value[:, :, seed_of == k].mean(2) for k in range(len(self.seeds))], 2)
+            per_seed = np.empty((len(METRICS), len(methods), len(self.seeds), B, J))
+            for k in range(len(self.seeds)):   # a seed's rows, every metric at once: (METRICS, M, rows, B, J)
+                c, e = rc[seed_of == k], re[seed_of == k]
+                tid, sid, tood, sood = acc[0][:, c, 0], acc[1][:, c, 0], acc[0][:, c, e], acc[1][:, c, e]
+                per_seed[:, :, k] = np.stack((tid, sid, tood, sood, sid - tid, sood - tood,
+                                              sood - tood - np.maximum(0.0, tid - sid))).mean(2)
             # each replicate's mean over its seeds, added in seed order: numpy's mean would add them pairwise (from 8
             # seeds) where they lie contiguous, as for a board of one method, else in order, so that a method's values
             # would depend on what is beside it
