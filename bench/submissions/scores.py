@@ -243,6 +243,7 @@ class _Clean(NamedTuple):
     credits: dict              # "teacher" / "student": each set's credit (bench.core.metrics.bon_credits) in a
                                # clean cell, NaN in another
     pair_words: np.ndarray     # the candidates' pair ids by code, a null one (a set built from no pair) as ""
+    pairs_implied: np.ndarray  # bool per cell: Store.pairs_implied, for every cell at once
 
     def scores_of(self, store, i: int, n_pairs: Mapping[str, int]):
         """Cell ``i``'s ScoreColumns where it is clean within ``n_pairs``, else None."""
@@ -379,6 +380,7 @@ def _clean_cells(store) -> _Clean:
     candidates = _per_cell(c_cell, bad, n) & scores
     set_keys = np.sort((c_cell[starts] * len(c_eval_words) + c_eval[starts]) * len(c_set_words) + c_set[starts])
     candidates[(set_keys[np.flatnonzero(set_keys[1:] == set_keys[:-1])] // len(c_set_words)) // len(c_eval_words)] = False
+    _nonempty = np.array([bool(w) for w in c_pair_words.tolist()], dtype=bool)   # a set built from a pair
     candidate_sets, distinct = _names_per_cell(c_cell, c_eval, c_eval_words, n)
     runs = np.flatnonzero(run)
     candidates &= np.bincount(c_cell[runs], minlength=n) == distinct   # each eval set's rows together
@@ -395,7 +397,8 @@ def _clean_cells(store) -> _Clean:
         credits[who].flags.writeable = False
     teacher.flags.writeable = student.flags.writeable = False   # shared by every cell's columns: read, never written
     return _Clean(scores, score_sets, candidates, candidate_sets, most, teacher, student, np.append(runs, m), starts,
-                  credits, np.array([w or "" for w in c_pair_words.tolist()], dtype=object))
+                  credits, np.array([w or "" for w in c_pair_words.tolist()], dtype=object),
+                  _per_cell(c_cell, (candidate < 2) & _nonempty[c_pair] & ~c["implied"], n))
 
 
 def stored_scores(v: Validation, rel: str, store, i: int, n_pairs: Mapping[str, int]):
@@ -443,7 +446,7 @@ def stored_candidates(v: Validation, rel: str, store, i: int, n_sets: Mapping[st
     clean = clean_cells(store)
     found = None if clean is None else clean.candidates_of(store, i, n_sets, n)
     if found is not None:
-        return built_from(found, scores) if scores is not None and store.pairs_implied(i) else found
+        return built_from(found, scores) if scores is not None and clean.pairs_implied[i] else found
     try:
         eval_set, set_id, pair_id, candidate, grade, teacher, student = store.candidate_columns(i)
     except StoreError as error:
