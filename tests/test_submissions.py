@@ -322,6 +322,22 @@ def test_text_found_plain_is_judged_again_under_a_lower_limit(monkeypatch):
     assert problems({"models": {"strong": {"chat_template": "y" * 20}}}) == ["text of 20 characters"]
 
 
+def test_a_member_every_cell_repeats_is_judged_again_where_it_differs():
+    """check_text takes a member every cell repeats (models, protocol, ...) as plain where it equals one found plain
+    before: one that differs anywhere is walked, and the object's keys are judged whatever its members."""
+    def problems(obj):
+        v = Validation(folder=Path("."))
+        check_text(v, "result.json", json.loads(json.dumps(obj)))
+        return [f"{p.field}: {p.message.split(' contains')[0]}" for p in v.errors]
+
+    models = {"name": "tiny", "weak": {"id": "a-model", "revision": {"sha": "0" * 8}}}
+    assert problems({"models": models, "seed": 0}) == []
+    assert problems({"models": models, "seed": 1}) == []   # taken as plain: equal to the one before
+    changed = {**models, "weak": {"id": "a-model<script>", "revision": {"sha": "0" * 8}}}
+    assert problems({"models": changed, "seed": 2}) == ["models.weak.id: text 'a-model<script>'"]
+    assert problems({"models": models, "<b>": 3}) == ["<b>: text '<b>'"]
+
+
 def test_gold_labels_are_the_built_in_ceilings_alone(runs, naive, tmp_path):
     """A cell that trained on gold labels is the ceiling's, the board's reference row: naive's cells edited to say
     gold (with labels.kind to match, every checksum resealed), a method file's gold, and a ceiling that says teacher

@@ -324,7 +324,9 @@ class Board:
         cells = self._cells[methods.start:methods.stop]
         B, J = resamples.n, max(w.shape[1] for w in resamples.weights.values())
         E = max(len(c.eval_sets) for c in self._cells[0])
-        acc = np.full((2, len(cells), len(self._cells[0]), E, B, J), np.nan)
+        shape = (2, len(cells), len(self._cells[0]), E, B, J)
+        whole = sum(len(c.eval_sets) for own in cells for c in own) == len(cells) * len(self._cells[0]) * E
+        acc = np.empty(shape) if whole else np.full(shape, np.nan)   # every slot written, or NaN where none is
         for d in self.datasets:
             slots = [(mi, ci, ei) for mi, own in enumerate(cells) for ci, c in enumerate(own)
                      for ei, e in enumerate(c.eval_sets) if e.name == d]
@@ -438,7 +440,15 @@ class Board:
 
     def stats(self, method: str, ceiling: str | None = "ceiling", category: str | None = None,
               source: str | None = None) -> MethodStats:
-        """Point estimate and percentile interval of every metric (and PGR when the ceiling is on the board)."""
+        """Point estimate and percentile interval of every metric (and PGR when the ceiling is on the board); asked
+        again (a board's table and its decisions both ask for every method's), the same object."""
+        key = (method, ceiling if ceiling in self.methods else None, category, source)
+        cached = self.__dict__.setdefault("_stats_cache", {})
+        if key not in cached:
+            cached[key] = self._stats(*key)
+        return cached[key]
+
+    def _stats(self, method: str, ceiling: str | None, category: str | None, source: str | None) -> MethodStats:
         m = self._index(method)
         point, boot = self._values(category, source, False), self._values(category, source, True)
         est = {k: (float(point[k][1][m, 0]), boot[k][1][m]) for k in METRICS}
