@@ -380,7 +380,6 @@ def _clean_cells(store) -> _Clean:
     candidates = _per_cell(c_cell, bad, n) & scores
     set_keys = np.sort((c_cell[starts] * len(c_eval_words) + c_eval[starts]) * len(c_set_words) + c_set[starts])
     candidates[(set_keys[np.flatnonzero(set_keys[1:] == set_keys[:-1])] // len(c_set_words)) // len(c_eval_words)] = False
-    _nonempty = np.array([bool(w) for w in c_pair_words.tolist()], dtype=bool)   # a set built from a pair
     candidate_sets, distinct = _names_per_cell(c_cell, c_eval, c_eval_words, n)
     runs = np.flatnonzero(run)
     candidates &= np.bincount(c_cell[runs], minlength=n) == distinct   # each eval set's rows together
@@ -396,9 +395,10 @@ def _clean_cells(store) -> _Clean:
         credits[who][sets] = bon_credits(score[rows], c["grade"][rows], sizes[sets])
         credits[who].flags.writeable = False
     teacher.flags.writeable = student.flags.writeable = False   # shared by every cell's columns: read, never written
+    pair_words = np.array([w or "" for w in c_pair_words.tolist()], dtype=object)   # "": a set built from no pair
+    from_pair = (candidate < 2) & (pair_words != "")[c_pair]
     return _Clean(scores, score_sets, candidates, candidate_sets, most, teacher, student, np.append(runs, m), starts,
-                  credits, np.array([w or "" for w in c_pair_words.tolist()], dtype=object),
-                  _per_cell(c_cell, (candidate < 2) & _nonempty[c_pair] & ~c["implied"], n))
+                  credits, pair_words, _per_cell(c_cell, from_pair & ~c["implied"], n))
 
 
 def stored_scores(v: Validation, rel: str, store, i: int, n_pairs: Mapping[str, int]):
