@@ -84,6 +84,37 @@ def test_validation_is_cached_by_the_files_checksums(runs, tmp_path, validated):
     assert not hostile.exists() and not record.arrays_path(hostile).exists() and not record.results_path(hostile).exists()
 
 
+@pytest.mark.parametrize("stamps_move", [True, False], ids=["stamps-move", "stamps-stay"])
+def test_a_submission_changed_while_it_is_validated_is_not_recorded(runs, tmp_path, monkeypatch, stamps_move):
+    """Its outcome is of files it no longer holds. Found by the files' stamps, and where a file system would leave a
+    stamp as it was (a write within its tick, here made by keeping the first stamps), by their content."""
+    root = hostile_root(runs, tmp_path / "subs")
+    folder = root / "mini-test" / "tiny-test" / "ceiling"
+    real, stamps = record.validate_submission, record._stamps
+
+    def changing(path, *args, **kwargs):
+        found = real(path, *args, **kwargs)
+        if Path(path) == folder:
+            flip_one_student_pair(folder / "cells" / "seed0" / "mini__recipes")
+        return found
+
+    monkeypatch.setattr(record, "validate_submission", changing)
+    if not stamps_move:   # a file system of ticks coarser than the whole test, whose stamps never move
+        monkeypatch.setattr(record, "RACY_NS", 10**18)
+        kept, files = {}, record._files
+
+        def first_files(f):
+            found = files(f)
+            kept.setdefault(f, found[1])
+            return found
+
+        monkeypatch.setattr(record, "_files", first_files)
+        monkeypatch.setattr(record, "_stamps", lambda f: kept.setdefault(f, stamps(f)))
+    record.validate_tree(root, runs.protocols, runs.model_pairs, tmp_path / "cache")
+    assert not record.entry_path(tmp_path / "cache", folder).exists()
+    assert record.entry_path(tmp_path / "cache", root / "mini-test" / "tiny-test" / "naive").exists()
+
+
 def test_an_entry_reads_back_every_per_pair_value(committed_validations, tmp_path):
     """The per-pair arrays (correctness in halves, BoN credits as float64, ids through one table) give back every
     cell exactly, BoN sets and naive's replicates (controls) included; their number is known before they are read.

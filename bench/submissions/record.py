@@ -23,7 +23,10 @@ only when it first reads ``Validation.cells`` (``LazyResults``) and the arrays w
 ``Validation.pairs`` or ``.controls`` (``LazyCells``): the board's first page and ``bench validate`` need the
 summary only. An entry that cannot be read or does not hold what a Validation needs is ignored and written
 again; results or arrays that do not match their summary are replaced by validating the folder again, and the
-entry is removed, so that the next reader writes it anew. A
+entry is removed, so that the next reader writes it anew. An outcome is stored only if the folder's files are
+the ones hashed when its validation ends: by their stamps (inode, size, modification and change times), and by
+their content again where a file was written less than ``RACY_NS`` before it was hashed (a file system's coarse
+ticks may leave a stamp as it was). A
 folder with a link or a special file is not recorded: validation refuses it anyway, and its files
 cannot be hashed without following the link. Beside each entry, ``<entry>.path`` names its folder, so
 the entries of folders that are gone (a test's temporary submissions) are removed, not kept forever.
@@ -38,6 +41,7 @@ import json
 import os
 import stat
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from importlib.metadata import version
@@ -97,17 +101,58 @@ def context_key(protocols: Mapping[str, ProtocolSpec] | None, model_pairs: Mappi
 
 def files_key(folder: Path) -> str | None:
     """sha256 over every file of ``folder`` (path and content); None when it holds a link or a special file."""
+    found = _files(folder)
+    return None if found is None else found[0]
+
+
+def _files(folder: Path) -> tuple[str, tuple] | None:
+    """``files_key(folder)`` and the stamps of the files it hashed (``_stamps``), each taken before its file was
+    read: a file written after its stamp (during the hashing or later) has another stamp."""
+    found = _regular_files(folder)
+    if found is None:
+        return None
     digest = hashlib.sha256()
+    for path, _ in found:
+        digest.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\0".encode())
+    return digest.hexdigest(), _stamped(found)
+
+
+def _stamps(folder: Path) -> tuple | None:
+    """The stamps ``_files`` took of ``folder``'s files, taken again without reading them."""
+    found = _regular_files(folder)
+    return None if found is None else _stamped(found)
+
+
+def _unchanged(folder: Path, files: str, stamps: tuple, since: int) -> bool:
+    """Whether ``folder`` still holds the files whose key is ``files`` and stamps ``stamps``, taken from the clock time
+    ``since`` on: by their stamps, unless one was written less than ``RACY_NS`` before ``since`` (a file system
+    stamps in coarse ticks, so a write just after a stamp may leave it as it was): then by their content."""
+    if _stamps(folder) != stamps:
+        return False
+    return all(max(s[3], s[4]) < since - RACY_NS for s in stamps) or files_key(folder) == files
+
+
+RACY_NS = 2 * 10**9   # the coarsest common file system tick (FAT's two seconds)
+
+
+def _stamped(found: list[tuple[Path, os.stat_result]]) -> tuple:
+    # ctime as well as mtime: writing a file moves its ctime, which (unlike mtime) no tool sets back
+    return tuple((str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) for path, st in found)
+
+
+def _regular_files(folder: Path) -> list[tuple[Path, os.stat_result]] | None:
+    """Every file of ``folder`` in a fixed order, with its lstat; None when it holds a link or a special file."""
+    found = []
     for root, dirs, names in os.walk(folder, followlinks=False):
         dirs.sort()
         for name in [*dirs, *sorted(names)]:
             path = Path(root, name)
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode) or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
                 return None
-            if stat.S_ISREG(mode):
-                digest.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\0".encode())
-    return digest.hexdigest()
+            if stat.S_ISREG(st.st_mode):
+                found.append((path, st))
+    return found
 
 
 # --- an outcome as a JSON summary and its arrays, and back -------------------------------------------------------
@@ -318,9 +363,11 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
     from pydantic import ValidationError
 
     folder = Path(folder)
-    files = files_key(folder)
-    if files is None:
+    since = time.time_ns()
+    found_files = _files(folder)
+    if found_files is None:
         return validate_submission(folder, protocols, model_pairs), False
+    files, stamps = found_files
     key = hashlib.sha256(f"{context}\0{files}".encode()).hexdigest()
     entry = entry_path(cache_dir, folder)
     if reuse:
@@ -335,7 +382,7 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
             pass   # a damaged entry: validate again and write it anew
     found = validate_submission(folder, protocols, model_pairs)
-    if files_key(folder) == files:   # unchanged while it was read: the outcome belongs to this key
+    if _unchanged(folder, files, stamps, since):   # unchanged while it was read: the outcome belongs to this key
         found.digest = key
         try:
             summary, results, arrays = _to_entry(found, key, protocols)

@@ -318,8 +318,36 @@ def _names_per_cell(cell: np.ndarray, code: np.ndarray, words: np.ndarray, n: in
     return names, np.bincount(both // len(words), minlength=n)
 
 
+class _WordFacts(NamedTuple):
+    words: np.ndarray   # held, so that the id it is kept under names no other array while it is kept
+    safe: np.ndarray    # per word: its text is safe (bench.submissions.limits.unsafe_text)
+    blank: np.ndarray   # per word: null or "" (a candidate set built from no pair)
+    text: np.ndarray    # the words, a blank one as ""
+
+
+_FACTS: dict[int, _WordFacts] = {}   # id of a store's words (bench.core.store.Store.codes) -> their facts
+_FACTS_KEPT = 64
+
+
+def _facts(words: np.ndarray) -> _WordFacts:
+    """What the checks read of each word of a dictionary, found once per dictionary: the stores of one protocol hold
+    the very same word arrays (bench.core.store decodes each distinct dictionary once)."""
+    found = _FACTS.get(id(words))
+    if found is None or found.words is not words:
+        listed = words.tolist()
+        blank = np.array([not w for w in listed], dtype=bool)
+        found = _WordFacts(words, np.array([_unsafe(w) is None for w in listed], dtype=bool), blank,
+                           np.where(blank, "", words).astype(object))
+        for array in found[1:]:
+            array.flags.writeable = False
+        if len(_FACTS) >= _FACTS_KEPT:
+            _FACTS.pop(next(iter(_FACTS)))
+        _FACTS[id(words)] = found
+    return found
+
+
 def _safe_words(words: np.ndarray) -> np.ndarray:
-    return np.array([_unsafe(w) is None for w in words.tolist()], dtype=bool)
+    return _facts(words).safe
 
 
 def _clean_cells(store) -> _Clean:
@@ -395,10 +423,10 @@ def _clean_cells(store) -> _Clean:
         credits[who][sets] = bon_credits(score[rows], c["grade"][rows], sizes[sets])
         credits[who].flags.writeable = False
     teacher.flags.writeable = student.flags.writeable = False   # shared by every cell's columns: read, never written
-    pair_words = np.array([w or "" for w in c_pair_words.tolist()], dtype=object)   # "": a set built from no pair
-    from_pair = (candidate < 2) & (pair_words != "")[c_pair]
+    pair_words = _facts(c_pair_words)
+    from_pair = (candidate < 2) & ~pair_words.blank[c_pair]
     return _Clean(scores, score_sets, candidates, candidate_sets, most, teacher, student, np.append(runs, m), starts,
-                  credits, pair_words, _per_cell(c_cell, from_pair & ~c["implied"], n))
+                  credits, pair_words.text, _per_cell(c_cell, from_pair & ~c["implied"], n))
 
 
 def stored_scores(v: Validation, rel: str, store, i: int, n_pairs: Mapping[str, int]):
