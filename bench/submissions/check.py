@@ -7,6 +7,7 @@ is streamed a line at a time and read only as far as its cell's declared pairs, 
 kept up to a bound per file, so what validation holds is bounded (limits.py says how far)."""
 from __future__ import annotations
 
+import functools
 import os
 import stat
 import time
@@ -186,13 +187,20 @@ def _plain_models(models: dict) -> dict:
     return {k: spec(v) if k in ("weak", "strong") else v for k, v in models.items()}
 
 
+@functools.cache
+def _hints(cls: type) -> dict:
+    """A spec class's type hints, resolved once (every cell of every submission is checked against the same few)."""
+    import typing
+
+    return typing.get_type_hints(cls)
+
+
 def _with_defaults(cls: type, recorded: dict) -> dict:
     """A recorded spec with the fields it predates filled in with their defaults, so that a field added
     to a spec later (with a default that keeps old behaviour) does not make older submissions differ."""
     import dataclasses
-    import typing
 
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     filled = dict(recorded)
     for f in dataclasses.fields(cls):
         if f.name not in filled:
