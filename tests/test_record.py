@@ -60,14 +60,11 @@ def test_validation_is_cached_by_the_files_checksums(runs, tmp_path, validated):
     assert validated == []   # the summary alone: the arrays are read only when the cells are
     assert outcome(damaged["mini-test/tiny-test/ceiling"]) == outcome(rebuilt["mini-test/tiny-test/ceiling"])
     assert validated == [root / "mini-test" / "tiny-test" / "ceiling"]
-    # results that are not the ones validated (the summary names each result.json and its sha256): likewise, and the
-    # cells' facts (the board's rows) come from the summary
+    # results that are not the summary's: likewise, and the cells' facts (the board's rows) come from the summary
     assert not entry.exists()   # removed once the arrays were found damaged: the next reader writes it anew
     record.validate_tree(root, runs.protocols, runs.model_pairs, store)
-    summary = json.loads(entry.read_text())
-    assert summary["format"] == record.FORMAT and not record.results_path(entry).exists()   # no copy of the results
-    summary["results"][0][1] = "0" * 64
-    entry.write_text(json.dumps(summary))
+    assert json.loads(entry.read_text())["format"] == record.FORMAT
+    record.results_path(entry).write_bytes(b"[]")
     validated.clear()
     damaged = {v.key: v for v in record.validate_tree(root, runs.protocols, runs.model_pairs, store)}
     rows = cell_facts(damaged["mini-test/tiny-test/ceiling"].cells, "rows")
@@ -121,17 +118,22 @@ def test_a_submission_changed_while_it_is_validated_is_not_recorded(runs, tmp_pa
 def test_an_entry_reads_back_every_per_pair_value(committed_validations, tmp_path):
     """The per-pair arrays (correctness in halves, BoN credits as float64, ids through one table) give back every
     cell exactly, BoN sets and naive's replicates (controls) included; their number is known before they are read.
-    The results read back as they were (from the submission's own files), and the facts kept of them are what the
-    results give."""
+    The results read back as they were (from the JSON each was validated from), and the facts kept of them are what
+    the results give."""
     from bench.core.report import cell_row_dicts
+    from bench.submissions import validate_submission
     from bench.submissions.facts import label_keys, teacher_keys
 
     chosen = [v for v in committed_validations if v.controls] + [committed_validations[0]]
     assert any(c.bon for v in chosen for c in v.pairs) and any(v.controls for v in chosen)
+    assert all(v.read == [] for v in committed_validations)   # an outcome does not carry its results' bytes
     for v in chosen:
-        summary, arrays = record._to_entry(v, "key", None)
+        v = validate_submission(v.folder)   # fresh: it holds the bytes each result was read from
+        summary, results, arrays = record._to_entry(v, "key", None)
+        assert results == b"[" + b",".join(v.read) + b"]" and len(v.read) == len(v.cells)
         entry = tmp_path / "entry.json"
         record.arrays_path(entry).write_bytes(arrays)
+        record.results_path(entry).write_bytes(results)
         again = record._from_entry(json.loads(json.dumps(summary)), v.folder, entry, lambda: pytest.fail("revalidated"))
         assert len(again.cells) == len(v.cells)
         assert json.dumps(cell_facts(again.cells, "rows")) == json.dumps([cell_row_dicts([c]) for c in v.cells])   # NaN too

@@ -46,9 +46,9 @@ def close(a: float | None, b: float | None) -> bool:
 
 
 def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, files: dict[str, int],
-                reference: reference_teacher.Reference | None = None) -> CellResult | None:
+                reference: reference_teacher.Reference | None = None, read: list | None = None) -> CellResult | None:
     """One listed cell (``ref``, a CellRef) checked: what recomputes goes into ``v.pairs``, or ``v.controls`` for
-    naive's replicate of it. Returns its result where it could be read."""
+    naive's replicate of it. Returns its result where it could be read (``read`` gets the bytes it was read from)."""
     base = cell_folder(ref["seed"], ref["source"], ref.get("replicate", 0))
     rel_result, rel_scores, rel_candidates = (f"{base}/{name}" for name in (RESULT_FILE, SCORES_FILE, CANDIDATES_FILE))
     listed_files = {rel_result: ref["result_sha256"], rel_scores: ref["scores_sha256"]}
@@ -70,7 +70,7 @@ def check_cell(v: Validation, meta: dict, protocol: ProtocolSpec, ref: dict, fil
             v.error(rel, "", "its sha256 is not the one submission.json lists (the file was changed)", REGENERATE)
     try:
         result = read_json(v, v.folder, rel_result, CellResult,
-                           content=None if stored is None else v.store.results[stored])
+                           content=None if stored is None else v.store.results[stored], read=read)
     except _Stop:
         return None
     check_commands(v, rel_result, [("command", result.command)])

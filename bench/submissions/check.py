@@ -338,9 +338,11 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
 
     for i, key in enumerate(sorted(listed, key=lambda k: (k[0], protocol.sources.index(k[1])))):
         _in_time(v, started, budget, f"cell {i + 1} of {len(listed)} (seed {key[0]}, {key[1]})")
-        result = check_cell(v, meta, protocol, listed[key], files, reference)
+        read: list[bytes] = []
+        result = check_cell(v, meta, protocol, listed[key], files, reference, read)
         if result is not None:
             v.cells.append(result)
+            v.read.append(read[0])
     replicated = []   # the replicates' results: their commands are the submission's too
     for i, key in enumerate(sorted(replicates, key=lambda k: (k[0], k[1], protocol.sources.index(k[2])))):
         _in_time(v, started, budget, f"replicate cell {i + 1} of {len(replicates)} (replicate {key[0]}, seed "

@@ -158,17 +158,18 @@ def no_constants(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
-def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel], content: bytes | None = None) -> BaseModel:
+def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel], content: bytes | None = None,
+              read: list | None = None) -> BaseModel:
     """``folder / rel`` (or ``content``, the file's bytes as a store keeps them) as ``model``, after its size, JSON, text
-    and schema version are checked; _Stop after recording what is wrong."""
+    and schema version are checked; _Stop after recording what is wrong. ``read``: gets the bytes parsed appended."""
     path = folder / rel
     size = path.stat().st_size if content is None else len(content)
     if size > limits.MAX_JSON_BYTES:
         v.error(rel, "", f"{size} bytes, over the limit of {limits.MAX_JSON_BYTES}", REGENERATE)
         raise _Stop
     try:
-        raw = (path.read_bytes() if content is None else content).decode("utf-8")
-        data = json.loads(raw, parse_constant=no_constants)
+        raw_bytes = path.read_bytes() if content is None else content
+        data = json.loads(raw_bytes.decode("utf-8"), parse_constant=no_constants)
     except RecursionError:   # Python's message is about its own stack, not the file
         v.error(rel, "", "not valid JSON here: its values are nested deeper than the parser follows (a "
                 "submission's JSON nests a few levels)", REGENERATE)
@@ -186,11 +187,14 @@ def read_json(v: Validation, folder: Path, rel: str, model: type[BaseModel], con
                 f"{REGENERATE} with this version of shiftbench")
         raise _Stop
     try:
-        return model.model_validate(data)
+        found = model.model_validate(data)
     except ValidationError as error:
         for item in error.errors()[:20]:
             v.error(rel, field_path(item["loc"]), item["msg"], REGENERATE)
         raise _Stop from None
+    if read is not None:
+        read.append(raw_bytes)
+    return found
 
 
 def check_commands(v: Validation, file: str, commands: list[tuple[str, str]]) -> None:

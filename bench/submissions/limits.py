@@ -127,6 +127,8 @@ class Validation:
     warnings: list[Problem] = field(default_factory=list)
     submission: dict | None = None
     cells: list = field(default_factory=list)   # the CellResults that could be read
+    # the result.json bytes each of ``cells`` was read from, while the validation record has not yet stored them
+    read: list = field(default_factory=list)
     pairs: list = field(default_factory=list)   # per cell that recomputes, its per-pair correctness (bench.core.cells.Cell)
     controls: list = field(default_factory=list)   # likewise of naive's replicates (CellRef.replicate): no row of theirs
     name: str = ""   # how to call it: its path in the submissions root (unique there)

@@ -14,17 +14,16 @@ outcome is a pure function of
 - the limits of ``bench.submissions.limits`` (a test may lower one),
 
 so one entry per submission folder stores that key beside the outcome, and is used only when the key
-is the same. An entry is two files beside its ``.path`` (below), neither of them pickle (a record file is read, never run), each written
+is the same. An entry is three files, none of them pickle (a record file is read, never run), each written
 atomically: ``<entry>.json``, the summary (problems, submission.json, what the board and the checks across
-submissions read of each cell, bench.submissions.facts, where each cell's result.json was read, and what each
-per-pair cell is), written last; and ``<entry>.npz``, the per-pair correctness and best-of-N credits as arrays
-(``_pack``), which the summary names by sha256. The results (CellResult) are not copied: the key says the folder
-holds the files validated, so a reader reads each result.json there again, and takes it where it has the sha256
-submission.json lists for it. A reader gets the summary at once, the results only when it first reads
-``Validation.cells`` (``LazyResults``) and the arrays when it first reads ``Validation.pairs`` or ``.controls``
-(``LazyCells``): the board's first page and ``bench validate`` need the summary only. An entry that cannot be read
-or does not hold what a Validation needs is ignored and written again; results or arrays that do not match their
-summary are replaced by validating the folder again, and the
+submissions read of each cell, bench.submissions.facts, and what each per-pair cell is), written last; ``<entry>.results``,
+every cell's result as the JSON it was validated from (one array of them: read as validation read them, they give the
+same CellResults); and ``<entry>.npz``, the per-pair correctness and best-of-N credits as
+arrays (``_pack``). The summary names the other two by sha256. A reader gets the summary at once, the results
+only when it first reads ``Validation.cells`` (``LazyResults``) and the arrays when it first reads
+``Validation.pairs`` or ``.controls`` (``LazyCells``): the board's first page and ``bench validate`` need the
+summary only. An entry that cannot be read or does not hold what a Validation needs is ignored and written
+again; results or arrays that do not match their summary are replaced by validating the folder again, and the
 entry is removed, so that the next reader writes it anew. An outcome is stored only if the folder's files are
 the ones hashed when its validation ends: by their stamps (inode, size, modification and change times), and by
 their content again where a file was written less than ``RACY_NS`` before it was hashed (a file system's coarse
@@ -55,15 +54,14 @@ import bench.submissions.limits as limits
 from bench.core.cells import Cell, EvalSet
 from bench.core.errors import BenchError
 from bench.core.io import atomic_write_bytes, sha256_file
-from bench.core.result_schema import RESULT_FILE
 from bench.core.specs import ModelPairSpec, ProtocolSpec, canonical_json
 from bench.submissions.check import validate_submission
 from bench.submissions.facts import FACTS, Lazy, LazyResults, facts_of
-from bench.submissions.limits import Problem, Validation, cell_folder
+from bench.submissions.limits import Problem, Validation
 
 FORMAT = 7   # the layout of an entry; bump it when what is stored changes (3: the cells' BoN credits, 4: controls,
              # 5: the per-pair values in an array file beside the summary, 6: the results in a file of their own,
-             # the summary holding each cell's facts, 7: no copy of the results: each is read from the submission)
+             # the summary holding each cell's facts, 7: the results as the JSON each was validated from)
 # What a submission's validation outcome depends on besides its files: the check itself, the
 # schemas and recompute it uses, the bootstrap its intervals come from, the registries and hashes
 # of protocols and model pairs, and this module (how an outcome is stored).
@@ -144,13 +142,17 @@ def _stamped(found: list[tuple[Path, os.stat_result]]) -> tuple:
 
 
 def _regular_files(folder: Path) -> list[tuple[Path, os.stat_result]] | None:
-    """Every file of ``folder`` in a fixed order, with its lstat; None when it holds a link or a special file."""
+    """Every file of ``folder`` in a fixed order, with its lstat; None when it holds a link or a special file, or a
+    file goes while it is walked (then nothing of it is recorded)."""
     found = []
     for root, dirs, names in os.walk(folder, followlinks=False):
         dirs.sort()
         for name in [*dirs, *sorted(names)]:
             path = Path(root, name)
-            st = path.lstat()
+            try:
+                st = path.lstat()
+            except FileNotFoundError:
+                return None
             if stat.S_ISLNK(st.st_mode) or not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
                 return None
             if stat.S_ISREG(st.st_mode):
@@ -159,45 +161,21 @@ def _regular_files(folder: Path) -> list[tuple[Path, os.stat_result]] | None:
 
 
 # --- an outcome as a JSON summary and its arrays, and back -------------------------------------------------------
-def _to_entry(v: Validation, key: str, protocols: Mapping[str, ProtocolSpec] | None) -> tuple[dict, bytes]:
-    """The summary (JSON) and the per-pair arrays (npz bytes) of ``v``, validated with ``protocols``; the summary
-    holds the arrays' sha256, and where each result was read (``_result_files``)."""
+def _to_entry(v: Validation, key: str, protocols: Mapping[str, ProtocolSpec] | None) -> tuple[dict, bytes, bytes]:
+    """The summary (JSON), the results (JSON bytes) and the per-pair arrays (npz bytes) of ``v``, validated with
+    ``protocols``; the summary holds the sha256 of the other two."""
     arrays = _pack([*v.pairs, *v.controls])
+    if len(v.read) != len(v.cells):
+        raise ValueError("the results' bytes are not at hand")   # not a fresh validation's: nothing to record
+    # the very JSON each result was validated from, as one array: read back as validation read it, it gives the same
+    # models (no dump of them: it cost a tenth of a cold start, and no text or number it holds is rewritten)
+    results = b"[" + b",".join(v.read) + b"]"
     return {"format": FORMAT, "key": key, "folder": str(v.folder),
             "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
-            "submission": v.submission, "results": _result_files(v),
+            "submission": v.submission, "results": hashlib.sha256(results).hexdigest(),
             "facts": [facts_of(c, protocols) for c in v.cells],
             "pairs": [_cell_meta(c) for c in v.pairs], "controls": [_cell_meta(c) for c in v.controls],
-            "arrays": hashlib.sha256(arrays).hexdigest()}, arrays
-
-
-def _result_files(v: Validation) -> list[list]:
-    """Where each result of ``v.cells`` was read: its result.json in the submission, and the sha256 submission.json
-    lists for it (None where it lists none). A reader reads it there again, and takes it where it has that sha256."""
-    listed = {(c["seed"], c["source"], c.get("replicate", 0)): c["result_sha256"] for c in (v.submission or {}).get("cells", ())}
-    return [[f"{cell_folder(r.seed, r.source, r.replicate)}/{RESULT_FILE}", listed.get((r.seed, r.source, r.replicate))]
-            for r in v.cells]
-
-
-def _read_results(folder: Path, files: list[list]) -> list:
-    """The results ``_result_files`` names, read from ``folder`` as validation read them (a store's cell, or a file);
-    a ValueError unless each has its sha256."""
-    from bench.core.result_schema import CellResult
-    from bench.core.store import is_store, load_store
-    from bench.submissions.fields import no_constants
-
-    store = load_store(folder) if is_store(folder) else None
-    found = []
-    for rel, sha256 in files:
-        if store is None:
-            raw = (folder / rel).read_bytes()
-        else:
-            i = store.index(rel.rpartition("/")[0])
-            raw = None if i is None else store.results[i]
-        if raw is None or hashlib.sha256(raw).hexdigest() != sha256:
-            raise ValueError(f"{rel} is not the one validated")
-        found.append(CellResult.model_validate(json.loads(raw.decode("utf-8"), parse_constant=no_constants)))
-    return found
+            "arrays": hashlib.sha256(arrays).hexdigest()}, results, arrays
 
 
 def _cell_meta(c: Cell) -> dict:
@@ -279,19 +257,21 @@ class LazyCells(Lazy):
         super().__init__(metas, lambda: load()[which])
 
 
-def _lazy_results(data: dict, folder: Path, entry: Path, full: Callable[[], Validation]) -> LazyResults:
-    """The results of the entry whose summary is ``data``, read from the submission in ``folder`` on first use (the
-    very files validated, by their sha256), and from a validation of the folder (``full()``) where one is missing or
-    changed."""
-    from pydantic import ValidationError
+def _lazy_results(data: dict, entry: Path, full: Callable[[], Validation]) -> LazyResults:
+    """The results of the entry whose summary is ``data``, read from ``entry``'s results file on first use, and from a
+    validation of the folder (``full()``) where that file is missing or not the summary's."""
+    from bench.core.result_schema import CellResult
 
     def load() -> list:
         try:
-            found = _read_results(folder, data["results"])
+            raw = results_path(entry).read_bytes()
+            if hashlib.sha256(raw).hexdigest() != data["results"]:
+                raise ValueError("the results are not the summary's")
+            found = [CellResult.model_validate(c) for c in json.loads(raw)]
             if len(found) != len(data["facts"]):
                 raise ValueError("not the summary's number of results")
             return found
-        except (OSError, ValueError, KeyError, TypeError, RecursionError, ValidationError):
+        except (OSError, ValueError, KeyError, TypeError):
             found = list(full().cells)
         if len(found) != len(data["facts"]):   # the folder changed since its entry was read
             raise BenchError(f"{entry}: the submission it records changed while it was read ({len(found)} cells, "
@@ -342,7 +322,7 @@ def _from_entry(data: dict, folder: Path, entry: Path, again: Callable[[], Valid
 
     return Validation(folder, errors=[Problem(**p) for p in data["errors"]],
                       warnings=[Problem(**p) for p in data["warnings"]], submission=data["submission"],
-                      cells=_lazy_results(data, folder, entry, full),
+                      cells=_lazy_results(data, entry, full),
                       pairs=LazyCells(metas[0], load, 0), controls=LazyCells(metas[1], load, 1))
 
 
@@ -409,18 +389,19 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
     if _unchanged(folder, files, stamps, since):   # unchanged while it was read: the outcome belongs to this key
         found.digest = key
         try:
-            summary, arrays = _to_entry(found, key, protocols)
+            summary, results, arrays = _to_entry(found, key, protocols)
             # not fsync'd: an entry is a cache, read only where its key and the sha256s its summary names agree
             atomic_write_bytes(entry.with_name(entry.name + ".path"), str(folder.resolve()).encode(), durable=False)
-            results_path(entry).unlink(missing_ok=True)   # an entry of FORMAT 6 kept the results in a file of their own
+            atomic_write_bytes(results_path(entry), results, durable=False)
             atomic_write_bytes(arrays_path(entry), arrays, durable=False)
             # last: it names the others
             atomic_write_bytes(entry, json.dumps(summary, separators=(",", ":")).encode(), durable=False)
             # the results from the record from now on, as a reused outcome's: a board of many submissions does not
             # hold them all (it reads the facts alone); the per-pair cells stay, as its decisions read them all
-            found.cells = _lazy_results(summary, folder, entry, lambda: validate_submission(folder, protocols, model_pairs))
-        except OSError:
+            found.cells = _lazy_results(summary, entry, lambda: validate_submission(folder, protocols, model_pairs))
+        except (OSError, ValueError):
             pass   # a record that cannot be written costs time, never a result
+    found.read = []   # the results' bytes are in the entry now, if anywhere: an outcome does not carry them
     return found, False
 
 
