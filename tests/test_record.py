@@ -3,6 +3,7 @@ read back by the board and by `bench validate` only while the files, the validat
 the same; a changed file is validated in full, --no-cache validates everything again; and the suite validates
 the committed submissions once per session through it (conftest.py's ``committed_validations``)."""
 import dataclasses
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -113,6 +114,33 @@ def test_a_submission_changed_while_it_is_validated_is_not_recorded(runs, tmp_pa
     record.validate_tree(root, runs.protocols, runs.model_pairs, tmp_path / "cache")
     assert not record.entry_path(tmp_path / "cache", folder).exists()
     assert record.entry_path(tmp_path / "cache", root / "mini-test" / "tiny-test" / "naive").exists()
+
+
+def test_results_too_deep_to_read_back_or_a_file_gone_while_hashed_cost_a_validation_never_an_error(runs, tmp_path,
+                                                                                                   monkeypatch):
+    root = hostile_root(runs, tmp_path / "subs")
+    folder, store = root / "mini-test" / "tiny-test" / "ceiling", tmp_path / "cache"
+    [first] = [v for v in record.validate_tree(root, runs.protocols, runs.model_pairs, store) if v.folder == folder]
+    expected = [c.model_dump() for c in first.cells]
+    entry = record.entry_path(store, folder)
+    deep = b"[" + b"[" * 100_000 + b"]" * 100_000 + b"]"   # deeper than Python's parser follows
+    record.results_path(entry).write_bytes(deep)
+    summary = json.loads(entry.read_text())
+    summary["results"] = hashlib.sha256(deep).hexdigest()
+    entry.write_text(json.dumps(summary))
+    [again] = [v for v in record.validate_tree(root, runs.protocols, runs.model_pairs, store) if v.folder == folder]
+    assert [c.model_dump() for c in again.cells] == expected   # validated again, not a RecursionError
+    real = record.sha256_file
+
+    def gone(path):   # a file removed between the walk and its hashing
+        if path.name == "submission.json" and path.parent == folder:
+            raise FileNotFoundError(path)
+        return real(path)
+
+    monkeypatch.setattr(record, "sha256_file", gone)
+    entry.unlink(missing_ok=True)
+    found = {v.folder: v for v in record.validate_tree(root, runs.protocols, runs.model_pairs, store)}
+    assert [c.model_dump() for c in found[folder].cells] == expected and not entry.exists()
 
 
 def test_an_entry_reads_back_every_per_pair_value(committed_validations, tmp_path):

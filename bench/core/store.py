@@ -375,7 +375,10 @@ def _words(dictionary) -> np.ndarray:
         words = np.array([None if w is None else sys.intern(w) for w in dictionary.to_pylist()] + [None], dtype=object)
         words.flags.writeable = False
         if len(_WORDS) >= _WORDS_KEPT:
-            _WORDS.pop(next(iter(_WORDS), None), None)   # another thread may have taken it
+            try:
+                _WORDS.pop(next(iter(_WORDS), None), None)
+            except RuntimeError:   # another thread changed it meanwhile: it is kept small all the same
+                pass
         _WORDS[key] = words
     return words
 

@@ -114,7 +114,10 @@ def _files(folder: Path) -> tuple[str, tuple] | None:
         return None
     digest = hashlib.sha256()
     for path, _ in found:
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\0".encode())
+        try:
+            digest.update(f"{path.relative_to(folder).as_posix()}\0{sha256_file(path)}\0".encode())
+        except FileNotFoundError:   # gone since the walk: nothing of the folder is recorded
+            return None
     return digest.hexdigest(), _stamped(found)
 
 
@@ -162,11 +165,10 @@ def _regular_files(folder: Path) -> list[tuple[Path, os.stat_result]] | None:
 
 # --- an outcome as a JSON summary and its arrays, and back -------------------------------------------------------
 def _to_entry(v: Validation, key: str, protocols: Mapping[str, ProtocolSpec] | None) -> tuple[dict, bytes, bytes]:
-    """The summary (JSON), the results (JSON bytes) and the per-pair arrays (npz bytes) of ``v``, validated with
-    ``protocols``; the summary holds the sha256 of the other two."""
+    """The summary (JSON), the results (JSON bytes) and the per-pair arrays (npz bytes) of ``v``, a fresh validation
+    (its ``read`` holds the bytes of each of its results) with ``protocols``; the summary holds the sha256 of the other
+    two."""
     arrays = _pack([*v.pairs, *v.controls])
-    if len(v.read) != len(v.cells):
-        raise ValueError("the results' bytes are not at hand")   # not a fresh validation's: nothing to record
     # the very JSON each result was validated from, as one array: read back as validation read it, it gives the same
     # models (no dump of them: it cost a tenth of a cold start, and no text or number it holds is rewritten)
     results = b"[" + b",".join(v.read) + b"]"
@@ -271,7 +273,7 @@ def _lazy_results(data: dict, entry: Path, full: Callable[[], Validation]) -> La
             if len(found) != len(data["facts"]):
                 raise ValueError("not the summary's number of results")
             return found
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):   # ValueError: pydantic's too
             found = list(full().cells)
         if len(found) != len(data["facts"]):   # the folder changed since its entry was read
             raise BenchError(f"{entry}: the submission it records changed while it was read ({len(found)} cells, "
@@ -370,7 +372,9 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
     since = time.time_ns()
     found_files = _files(folder)
     if found_files is None:
-        return validate_submission(folder, protocols, model_pairs), False
+        found = validate_submission(folder, protocols, model_pairs)
+        found.read = []   # an outcome does not carry its results' bytes
+        return found, False
     files, stamps = found_files
     key = hashlib.sha256(f"{context}\0{files}".encode()).hexdigest()
     entry = entry_path(cache_dir, folder)
@@ -386,7 +390,8 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
         except (OSError, ValueError, KeyError, TypeError, AttributeError, ValidationError):
             pass   # a damaged entry: validate again and write it anew
     found = validate_submission(folder, protocols, model_pairs)
-    if _unchanged(folder, files, stamps, since):   # unchanged while it was read: the outcome belongs to this key
+    # recorded where the folder is unchanged since it was read (the outcome belongs to this key), with every result's bytes
+    if len(found.read) == len(found.cells) and _unchanged(folder, files, stamps, since):
         found.digest = key
         try:
             summary, results, arrays = _to_entry(found, key, protocols)
@@ -399,7 +404,7 @@ def _validate(folder: Path, protocols: Mapping[str, ProtocolSpec] | None, model_
             # the results from the record from now on, as a reused outcome's: a board of many submissions does not
             # hold them all (it reads the facts alone); the per-pair cells stay, as its decisions read them all
             found.cells = _lazy_results(summary, entry, lambda: validate_submission(folder, protocols, model_pairs))
-        except (OSError, ValueError):
+        except OSError:
             pass   # a record that cannot be written costs time, never a result
     found.read = []   # the results' bytes are in the entry now, if anywhere: an outcome does not carry them
     return found, False

@@ -341,7 +341,10 @@ def _facts(words: np.ndarray) -> _WordFacts:
         for array in found[1:]:
             array.flags.writeable = False
         if len(_FACTS) >= _FACTS_KEPT:
-            _FACTS.pop(next(iter(_FACTS), None), None)   # another thread may have taken it
+            try:
+                _FACTS.pop(next(iter(_FACTS), None), None)
+            except RuntimeError:   # another thread changed it meanwhile: it is kept small all the same
+                pass
         _FACTS[id(words)] = found
     return found
 
