@@ -170,7 +170,7 @@ def _to_entry(v: Validation, key: str, protocols: Mapping[str, ProtocolSpec] | N
     two."""
     arrays = _pack([*v.pairs, *v.controls])
     # the very JSON each result was validated from, as one array: read back as validation read it, it gives the same
-    # models (no dump of them: it cost a tenth of a cold start, and no text or number it holds is rewritten)
+    # models (not a dump of them, which costs time and may rewrite a text or a number)
     results = b"[" + b",".join(v.read) + b"]"
     return {"format": FORMAT, "key": key, "folder": str(v.folder),
             "errors": [asdict(p) for p in v.errors], "warnings": [asdict(p) for p in v.warnings],
