@@ -374,13 +374,19 @@ def _words(dictionary) -> np.ndarray:
     if words is None:
         words = np.array([None if w is None else sys.intern(w) for w in dictionary.to_pylist()] + [None], dtype=object)
         words.flags.writeable = False
-        if len(_WORDS) >= _WORDS_KEPT:
-            try:
-                _WORDS.pop(next(iter(_WORDS), None), None)
-            except RuntimeError:   # another thread changed it meanwhile: it is kept small all the same
-                pass
-        _WORDS[key] = words
+        keep(_WORDS, key, words, _WORDS_KEPT)
     return words
+
+
+def keep(cache: dict, key, value, most: int) -> None:
+    """``cache[key] = value``, the oldest entry dropped first where ``cache`` holds ``most`` (a per-process memo kept
+    small; threads may share it)."""
+    if len(cache) >= most:
+        try:
+            cache.pop(next(iter(cache), None), None)
+        except RuntimeError:   # another thread changed it meanwhile: it is kept small all the same
+            pass
+    cache[key] = value
 
 
 def _spans(cell: np.ndarray, n: int, name: str, folder: Path) -> np.ndarray:

@@ -15,6 +15,7 @@ import numpy as np
 
 import bench.submissions.limits as limits
 from bench.core.result_schema import CANDIDATE_COLUMNS, SCORE_COLUMNS
+from bench.core.store import keep
 from bench.submissions.limits import REGENERATE, Validation, unsafe_text
 
 
@@ -340,12 +341,7 @@ def _facts(words: np.ndarray) -> _WordFacts:
                            np.where(blank, "", words).astype(object))
         for array in found[1:]:
             array.flags.writeable = False
-        if len(_FACTS) >= _FACTS_KEPT:
-            try:
-                _FACTS.pop(next(iter(_FACTS), None), None)
-            except RuntimeError:   # another thread changed it meanwhile: it is kept small all the same
-                pass
-        _FACTS[id(words)] = found
+        keep(_FACTS, id(words), found, _FACTS_KEPT)
     return found
 
 
