@@ -21,6 +21,14 @@ A design is a name of knobs joined by "_" ("base" for none):
     es       the student keeps its best checkpoint on teacher-labelled held-out pairs (bench.core.specs
              .EarlyStopping's defaults: 10% held out, checked every 10 steps, by loss): with epN, training
              to convergence on the teacher-labelled held-out loss
+    zhead    the student's reward head starts at zero (weights and bias) instead of a seeded random draw
+    swa      the student ends at the uniform average of its weights after each step of the second half
+             of its training (tail averaging, as SWA does), not at its last step's weights
+
+zhead and swa are levers under study, applied by this script (``levers``) around the student's
+loading and training only (never the teacher's, whose cache the designs share). They are not options
+of the harness: a lever that earns its place becomes a field of the model pair's specs, in the code
+whose digest is in every key, with a protocol version of its own.
 
     python benchmarks/variance_study.py run --designs base ep3 --seeds 0 1 [--worker 0/2]
     python benchmarks/variance_study.py analyse --designs base ep3 [--csv docs/results/variance-study.csv]
@@ -40,6 +48,7 @@ runs of its own.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import math
@@ -61,7 +70,7 @@ ARMS = (("naive", {}, 0), ("naive", {}, 1), ("anchor", {"lam": "1.0"}, 0), ("con
 # --ceiling adds the student trained on gold labels: a design must keep it decidedly above the teacher (PGR)
 CEILING = ("ceiling", {}, 0)
 KNOBS = {"ep": r"ep(\d+)", "lr": r"lr([0-9.]+e-?[0-9]+|[0-9.]+)", "L": r"L(\d+)", "pool": r"pool(\d+)",
-         "cue": r"cue([0-9.]+)", "es": r"(es)"}
+         "cue": r"cue([0-9.]+)", "es": r"(es)", "zhead": r"(zhead)", "swa": r"(swa)"}
 
 
 def knobs(design: str) -> dict[str, str]:
@@ -73,7 +82,7 @@ def knobs(design: str) -> dict[str, str]:
                 found[knob] = match[1]
                 break
         else:
-            raise SystemExit(f"design {design!r}: unknown knob {token!r}; knobs: epN lrX LN poolN cueX es")
+            raise SystemExit(f"design {design!r}: unknown knob {token!r}; knobs: epN lrX LN poolN cueX es zhead swa")
     return found
 
 
@@ -111,11 +120,73 @@ def specs(design: str):
     return protocol, models
 
 
+@contextlib.contextmanager
+def levers(design: str):
+    """The design's student levers (zhead, swa) in force for the runs inside: the student's loader
+    (``bench.stages.pipeline.load_reward_model``, the student's alone) and the training loop's run
+    (``bench.stages.train.train_reward_model`` as ``TrainingLoop`` calls it, students' training alone)
+    are wrapped, and restored on leaving."""
+    import torch
+
+    from bench.core.anatomy import head_of
+    from bench.stages import pipeline, train
+
+    k, saved = knobs(design), {}
+    if "zhead" in k:
+        load = saved["load"] = pipeline.load_reward_model
+
+        def zero_head_load(spec, seed):
+            model = load(spec, seed)
+            with torch.no_grad():
+                for parameter in head_of(model)[1].parameters():
+                    parameter.zero_()
+            return model
+        pipeline.load_reward_model = zero_head_load
+    if "swa" in k:
+        fit = saved["fit"] = train.train_reward_model
+
+        def tail_averaged(model, examples, cfg, method, seed, desc):
+            if cfg.early_stopping is not None:
+                raise SystemExit(f"design {design!r}: swa and es both choose the final weights; use one")
+            total = math.ceil(len(examples) / cfg.batch_size) * cfg.epochs
+            state = {"step": 0, "mean": None, "n": 0}
+
+            def after_step(optimizer, args, kwargs):
+                state["step"] += 1
+                if state["step"] <= total // 2:
+                    return
+                params = [p for p in model.parameters() if p.requires_grad]
+                if state["mean"] is None:
+                    state["mean"] = [p.detach().clone() for p in params]
+                else:   # the running mean of the iterates since the half-way step
+                    for mean, p in zip(state["mean"], params):
+                        mean.add_(p.detach() - mean, alpha=1.0 / (state["n"] + 1))
+                state["n"] += 1
+            handle = torch.optim.optimizer.register_optimizer_step_post_hook(after_step)
+            try:
+                log = fit(model, examples, cfg, method, seed, desc)
+            finally:
+                handle.remove()
+            if state["mean"] is not None:
+                with torch.no_grad():
+                    for mean, p in zip(state["mean"], [p for p in model.parameters() if p.requires_grad]):
+                        p.copy_(mean)
+            return {**log, "tail_averaged_steps": state["n"]}
+        train.train_reward_model = tail_averaged
+    try:
+        yield
+    finally:
+        if "load" in saved:
+            pipeline.load_reward_model = saved["load"]
+        if "fit" in saved:
+            train.train_reward_model = saved["fit"]
+
+
 def run(args) -> None:
     import torch
 
     from bench.core.errors import CellsFailedError
-    from bench.core.results import cell_dir, load_cell
+    from bench.core.results import cell_dir, load_cell, params_slug, replicate_slug
     from bench.core.settings import RunSettings, default_cache_dir
     from bench.stages.pipeline import checked_method, run_slug
     from bench.stages.pipeline import run as run_cells
@@ -134,6 +205,8 @@ def run(args) -> None:
         ledger = args.ledger / f"{design}.jsonl"
         done = {(r["run"], r["seed"], r["source"]) for r in read_ledger(ledger)}
         for method, params, replicate in arms:
+            if args.arms and replicate_slug(params_slug(method, params), replicate) not in args.arms:
+                continue
             settings = RunSettings(protocol=protocol, models=models, method=method, params=params, sources=(source,),
                                    seeds=(seed,), out=out, cache_dir=args.cache_dir or default_cache_dir(),
                                    replicate=replicate,
@@ -147,7 +220,8 @@ def run(args) -> None:
                 continue
             usage, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
             try:
-                (result,) = run_cells(settings)
+                with levers(design):
+                    (result,) = run_cells(settings)
             except CellsFailedError as error:
                 print(f"[failed] {design} {slug} seed {seed} {source}: {error}", flush=True)
                 continue
@@ -397,6 +471,8 @@ def main() -> None:
     sub.choices["run"].add_argument("--worker", default="0/1", help="I/N: this process runs every N-th unit from I")
     sub.choices["run"].add_argument("--cache-dir", type=Path)
     sub.choices["run"].add_argument("--ceiling", action="store_true", help="also train the ceiling (gold labels)")
+    sub.choices["run"].add_argument("--arms", nargs="+", help="only these arms (naive naive#1 anchor_lam=1.0 confidence "
+                                    "ceiling); default: all")
     sub.choices["analyse"].add_argument("--test-size", type=int)
     sub.choices["analyse"].add_argument("--csv", type=Path)
     args = p.parse_args()
