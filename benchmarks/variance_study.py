@@ -127,6 +127,7 @@ def levers(design: str):
     (``bench.stages.train.train_reward_model`` as ``TrainingLoop`` calls it, students' training alone)
     are wrapped, and restored on leaving."""
     import torch
+    from torch.optim.optimizer import register_optimizer_step_post_hook
 
     from bench.core.anatomy import head_of
     from bench.stages import pipeline, train
@@ -162,7 +163,7 @@ def levers(design: str):
                     for mean, p in zip(state["mean"], params):
                         mean.add_(p.detach() - mean, alpha=1.0 / (state["n"] + 1))
                 state["n"] += 1
-            handle = torch.optim.optimizer.register_optimizer_step_post_hook(after_step)
+            handle = register_optimizer_step_post_hook(after_step)
             try:
                 log = fit(model, examples, cfg, method, seed, desc)
             finally:

@@ -66,3 +66,50 @@ def test_pooled_rows_of_a_ledger(study, tmp_path, capsys):
     assert pooled[2] == "8" and pooled[6] == "4"
     assert float(pooled[4]) == pytest.approx(math.sqrt((2 * 312.5 + 2 * 1250) / 4), abs=0.01)
     assert int(pooled[9]) == study.runs_for_half_width(math.sqrt((2 * 312.5 + 2 * 1250) / 4))
+
+
+def test_the_levers_zero_the_students_head_and_average_its_last_half_and_are_undone(study, monkeypatch):
+    """zhead starts the student's head at zero; swa ends training at the mean of the weights after each
+    step of the second half (here SGD on a known gradient, so the iterates are known); both are undone
+    when the design's runs end."""
+    import dataclasses
+
+    import torch
+
+    from bench.stages import pipeline, train
+
+    class Student(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Linear(2, 2)
+            self.classifier = torch.nn.Linear(2, 1)
+
+    def fake_load(spec, seed):
+        torch.manual_seed(seed)
+        return Student()
+
+    def fake_fit(model, examples, cfg, method, seed, desc):   # SGD at lr 1 on a loss whose gradient is 1 everywhere
+        optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=1.0)
+        for _ in range(math.ceil(len(examples) / cfg.batch_size) * cfg.epochs):
+            optimizer.zero_grad()
+            sum(p.sum() for p in model.parameters()).backward()
+            optimizer.step()
+        return {"steps": 4}
+
+    monkeypatch.setattr(pipeline, "load_reward_model", fake_load)
+    monkeypatch.setattr(train, "train_reward_model", fake_fit)
+    cfg = dataclasses.replace(study.specs("base")[1].student_train, batch_size=2, epochs=1)
+    with study.levers("lr3e-4_zhead_swa"):
+        model = pipeline.load_reward_model(None, 3)
+        assert all(float(p.abs().sum()) == 0.0 for p in model.classifier.parameters())
+        assert float(model.body.weight.abs().sum()) > 0
+        start = [p.detach().clone() for p in model.parameters()]
+        log = train.train_reward_model(model, [None] * 8, cfg, None, 0, "student")   # 4 steps: average of 3 and 4
+    assert log == {"steps": 4, "tail_averaged_steps": 2}
+    for before, after in zip(start, model.parameters()):
+        assert torch.allclose(after.detach(), before - 3.5, rtol=0, atol=1e-6)
+    assert pipeline.load_reward_model is fake_load and train.train_reward_model is fake_fit
+    with study.levers("lr3e-4"):   # no lever: nothing is wrapped
+        assert pipeline.load_reward_model is fake_load and train.train_reward_model is fake_fit
+    with pytest.raises(SystemExit, match="unknown knob 'ema'"):
+        study.knobs("lr3e-4_ema")
