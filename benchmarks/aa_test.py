@@ -15,8 +15,14 @@ With --control each run's difference is corrected by the cell's other replicates
 control bench compare takes from the baseline's replicates, bench.core.runs.stratified); it needs 3 replicates.
 With --sequential the comparison instead grows seed by seed from the plan's first look and stops at
 the first look that decides (what bench compare --until-decided does): the rate that matters for it.
+With --fresh each comparison instead draws a pool of its own: in every cell, each run is the cell's mean
+plus a deviation drawn from its source's deviations in the pool (each cell's runs minus their mean, scaled
+by sqrt(r / (r - 1)), r runs a cell, to the runs' own spread). That keeps each source's spread and the shape
+of its tails, and makes the comparisons independent, so the binomial SE is the Monte Carlo error; what it
+gives up is which runs met in one cell.
 
     python benchmarks/aa_test.py FOLDER [--method naive] [--seeds-per-comparison 3] [--comparisons 400]
+    python benchmarks/aa_test.py FOLDER --sequential --control --fresh --comparisons 10000
     python benchmarks/aa_test.py FOLDER --shape     # per source: the pool's run SD and its runs' excess kurtosis
 """
 from __future__ import annotations
@@ -56,7 +62,7 @@ def pool(folder: Path, method: str) -> tuple[dict, tuple[int, int] | None]:
 
 
 def one_comparison(runs: dict, seeds: list[int], sources: list[str], rng, k: int, looks, sequential: bool,
-                   control: bool = False) -> bool:
+                   control: bool = False, variances: str = "solved") -> bool:
     """One A/A comparison drawn from the pool: True if the rule decides it. ``control``: the cell's other replicates'
     mean minus B is each run's control (bench.core.runs.stratified), as B's replicates are in bench compare."""
     chosen = list(rng.choice(seeds, size=k if not sequential else looks[1], replace=False))
@@ -70,10 +76,24 @@ def one_comparison(runs: dict, seeds: list[int], sources: list[str], rng, k: int
             controls[s].append(float(np.mean(rest)) - b if control else 0.0)
     given = controls if control else None
     if not sequential:
-        return stratified(diffs, looks if looks else None, controls=given)[-1]
+        return stratified(diffs, looks if looks else None, controls=given, variances=variances)[-1]
     return any(stratified({s: d[:n] for s, d in diffs.items()}, looks,
-                          controls={s: c[:n] for s, c in controls.items()} if control else None)[-1]
+                          controls={s: c[:n] for s, c in controls.items()} if control else None, variances=variances)[-1]
                for n in range(looks[0], looks[1] + 1))
+
+
+def run_deviations(runs: dict, sources: list[str]) -> dict[str, np.ndarray]:
+    """Per source, every run's deviation from its cell's mean, scaled by sqrt(r / (r - 1)) (a deviation from a mean
+    of r runs is that much narrower than the runs' own spread)."""
+    return {s: np.concatenate([(np.asarray(v) - np.mean(v)) * math.sqrt(len(v) / (len(v) - 1))
+                               for (_, src), v in sorted(runs.items()) if src == s and len(v) >= 2]) for s in sources}
+
+
+def fresh_pool(spread: dict[str, np.ndarray], seeds: int, replicates: int, rng) -> dict:
+    """A pool of ``seeds`` independent seeds, ``replicates`` runs a cell, each run a deviation drawn from its
+    source's (every cell's mean is 0: an A/A difference never sees it)."""
+    return {(seed, s): rng.choice(values, size=replicates).tolist() for seed in range(seeds)
+            for s, values in spread.items()}
 
 
 def main() -> None:
@@ -88,6 +108,11 @@ def main() -> None:
     p.add_argument("--control", action="store_true",
                    help="each run's control: the cell's other replicates (3+ per cell) minus B, as bench compare uses "
                         "the baseline's replicates")
+    p.add_argument("--variances", choices=("solved", "bound"), default="solved",
+                   help="with --control: the sources' variances as the rule solves them, or the conservative bound "
+                        "(bench.core.runs.stratified)")
+    p.add_argument("--fresh", action="store_true", help="each comparison on a fresh pool drawn from the pool's run "
+                   "deviations, per source (independent comparisons: the binomial SE is the Monte Carlo error)")
     p.add_argument("--shape", action="store_true", help="per source: the run SD (a cell's runs' SD, pooled over its "
                    "seeds: control_variate.py --spreads) and the excess kurtosis of the runs' deviations from their cell's mean")
     args = p.parse_args()
@@ -111,9 +136,23 @@ def main() -> None:
     if len(seeds) < k:
         raise SystemExit(f"the pool has {len(seeds)} whole seeds with {need}+ replicates per cell; need {k}")
     rng = np.random.default_rng(DRAW_SEED)
+    if args.fresh:
+        spread, size = run_deviations(runs, sources), plan[1] if args.sequential else k
+        hits = [one_comparison(fresh_pool(spread, size, need, rng), list(range(size)), sources, rng, k, plan,
+                               args.sequential, args.control, args.variances) for _ in range(args.comparisons)]
+        fpr = float(np.mean(hits))
+        print(f"A/A on fresh pools drawn from {args.method}'s run deviations ({len(seeds)} seeds x {len(sources)} sources, "
+              f"{need} runs a cell): {args.comparisons} independent comparisons of "
+              f"{k if not args.sequential else f'up to {plan[1]}'} seeds "
+              f"({'sequential, stopped when decided' if args.sequential else 'fixed sample' if args.fixed else f'look at {k} seeds of plan {plan}'}"
+              f"{', the other replicates as control' if args.control else ''}"
+              f"{', variances ' + args.variances if args.control else ''})")
+        print(f"decided (false positives): {100 * fpr:.2f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.2f})")
+        return
 
     def rate(seed_pool: list[int]) -> float:
-        return float(np.mean([one_comparison(runs, seed_pool, sources, rng, k, plan, args.sequential, args.control)
+        return float(np.mean([one_comparison(runs, seed_pool, sources, rng, k, plan, args.sequential, args.control,
+                                             args.variances)
                               for _ in range(args.comparisons)]))
 
     fpr = rate(seeds)
@@ -123,9 +162,13 @@ def main() -> None:
     print(f"A/A on {args.method}: {len(seeds)} seeds x {len(sources)} sources in the pool, replicates per cell "
           f"{replicates}; {args.comparisons} comparisons of {k if not args.sequential else f'up to {plan[1]}'} seeds "
           f"({'sequential, stopped when decided' if args.sequential else 'fixed sample' if args.fixed else f'look at {k} seeds of plan {plan}'}"
-          f"{', the other replicates as control' if args.control else ''})")
+          f"{', the other replicates as control' if args.control else ''}"
+              f"{', variances ' + args.variances if args.control else ''})")
     print(f"decided (false positives): {100 * fpr:.1f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.1f}"
           + (f"; SD over {len(resampled)} resampled pools {100 * float(np.std(resampled, ddof=1)):.1f})" if resampled else ")"))
+    if resampled:   # each resampled pool's rate holds its comparisons' binomial noise too
+        print(f"mean over the resampled pools: {100 * float(np.mean(resampled)):.2f}% ({len(resampled)} x {args.comparisons} "
+              f"comparisons; SE {100 * float(np.std(resampled, ddof=1)) / math.sqrt(len(resampled)):.2f})")
 
 
 if __name__ == "__main__":

@@ -107,6 +107,25 @@ def test_a_control_corrects_each_difference_by_hand():
     four = {k: v[:4] for k, v in diffs.items()}
     assert stratified(four, controls={k: v[:4] for k, v in controls.items()}) == stratified(four)
 
+    # the bound: each v_s as RSS_s / (seeds - 1 - 2 h_s): a's 1.9 / 2 (h = 1) and b's 6 / 4 (h = 0)
+    bound = stratified(diffs, controls=controls, variances="bound")
+    assert bound[0] == estimate and bound[7] == pytest.approx(math.sqrt((1.9 / 2 + 1.5) / 2))
+
+
+def test_the_bound_on_the_controls_variances_is_never_below_the_solved_ones():
+    """variances="bound" drops the other sources' share from each source's RSS, so its SD is never below the solved
+    one's (300 random comparisons); where no control is used it is the plain rule; a wrong name is refused."""
+    rng = np.random.default_rng(20261207)
+    for _ in range(300):
+        seeds = int(rng.integers(CONTROL_FROM, 12))
+        spread = rng.uniform(0.5, 8, 6)
+        diffs = {str(s): list(rng.standard_normal(seeds) * spread[s]) for s in range(6)}
+        controls = {str(s): list(0.6 * np.array(diffs[str(s)]) + rng.standard_normal(seeds) * spread[s]) for s in range(6)}
+        assert stratified(diffs, controls=controls, variances="bound")[7] >= stratified(diffs, controls=controls)[7] - 1e-12
+    few = {k: v[:CONTROL_FROM - 1] for k, v in diffs.items()}
+    assert stratified(few, controls={k: v[:CONTROL_FROM - 1] for k, v in controls.items()}, variances="bound") == stratified(few)
+    with pytest.raises(ValueError, match="one of solved, bound"):
+        stratified(diffs, controls=controls, variances="pooled")
 
 def _controlled_trial(rng, plan, rho, sources=6, replicates=2):
     """One A/A comparison with the baseline's replicates as control, grown until decided: the method's run shares a

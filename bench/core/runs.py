@@ -139,7 +139,7 @@ def control_leverage(controls: Mapping[str, Sequence[float]]) -> tuple[np.ndarra
 
 
 def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | None = None, level: float = LEVEL,
-               controls: Mapping[str, Sequence[float]] | None = None
+               controls: Mapping[str, Sequence[float]] | None = None, variances: str = "solved"
                ) -> tuple[float, float, float, int, int, int, int, float, float, bool]:
     """RunsDelta's numbers from per-source lists of per-run differences, each list in seed order and of one
     length (whole seeds, at least 2): estimate, low, high, runs, seeds, sources, df, sd, boundary, decided.
@@ -152,7 +152,11 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
     control variate; a regression estimator with the control's mean known). Fitting β is paid for: each source's
     variance is solved from E[RSS_s] = v_s (seeds − 1 − 2 h_s) + h_s sum_t h_t v_t (h_s: the source's share of Sxx,
     its leverage), its degrees of freedom are seeds − 1 − h_s, and β's variance, sum_t h_t v_t / Sxx, enters the SE
-    times the mean control's square."""
+    times the mean control's square.
+
+    ``variances``: "solved", the rule (the equations above, a negative solution taken as 0), or "bound", each
+    v_s as RSS_s / (seeds − 1 − 2 h_s), which drops the other sources' share and so is never below the solved
+    one (nor, in expectation, below v_s): a conservative variant, measured by benchmarks/aa_test.py --variances."""
     seeds, sources = len(next(iter(diffs.values()))), len(diffs)
     n = seeds * sources
     d = {s: np.asarray(v, dtype=np.float64) for s, v in diffs.items()}
@@ -166,16 +170,20 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
         d = {s: d[s] - beta * x[s] for s in d}
         dof, x_mean = dof - leverage, float(np.mean([v.mean() for v in x.values()]))
     rss = np.array([float(np.sum((v - v.mean()) ** 2)) for v in d.values()])
+    if variances not in ("solved", "bound"):
+        raise ValueError(f"variances {variances!r}: one of solved, bound")
     if fit is None:
-        variances = rss / dof
+        v = rss / dof
+    elif variances == "bound":
+        v = rss / (seeds - 1 - 2 * leverage)
     else:   # E[rss] = (diag(seeds - 1 - 2h) + h h^T) v
-        variances = np.maximum(np.linalg.solve(np.diag(seeds - 1 - 2 * leverage) + np.outer(leverage, leverage), rss), 0.0)
-    sd = float(math.sqrt(variances.mean()))
-    estimate = float(np.mean([np.mean(v) for v in d.values()]))
-    beta_var = x_mean ** 2 * float(variances @ leverage) / sxx if sxx > 0 else 0.0
+        v = np.maximum(np.linalg.solve(np.diag(seeds - 1 - 2 * leverage) + np.outer(leverage, leverage), rss), 0.0)
+    sd = float(math.sqrt(v.mean()))
+    estimate = float(np.mean([np.mean(values) for values in d.values()]))
+    beta_var = x_mean ** 2 * float(v @ leverage) / sxx if sxx > 0 else 0.0
     se = math.sqrt(sd ** 2 / n + beta_var)
     # Welch-Satterthwaite: the t's degrees of freedom when each source's variance is estimated apart
-    share = variances / seeds
+    share = v / seeds
     df = int(math.floor(share.sum() ** 2 / np.sum(share ** 2 / dof))) if share.sum() > 0 else n - sources
     first, last = looks or (seeds, seeds)
     boundary = SequentialPlan(first, max(first, last), 1 - level).boundary(seeds, sources, max(1, df))
