@@ -123,3 +123,19 @@ def test_an_inconclusive_cell_is_neither_reproduced_nor_failed():
                     {"reproduced": False, "inconclusive": False})
     assert outcome([ok]) == "reproduced" and outcome([ok, odd]) == "inconclusive" and outcome([odd, bad]) == "failed"
     assert failed_cells({"cells": [ok, odd, bad]}) == [bad]
+
+
+def test_a_record_path_that_is_a_file_is_refused_before_any_rerun(tmp_path, capsys, monkeypatch):
+    """--record names the folder of records; a file there is refused with the fix before a cell is trained again
+    (it used to fail on writing the record, after the reruns' minutes)."""
+    from bench.cli import main
+    from bench.submissions import reproduce
+
+    def never(*args, **kwargs):
+        raise AssertionError("a cell was rerun")
+    monkeypatch.setattr(reproduce, "reproduce", never)
+    record = tmp_path / "record.json"
+    record.write_text("{}")
+    assert main(["reproduce", str(tmp_path / "any"), "--record", str(record)]) != 0
+    err = capsys.readouterr().err
+    assert "a file, not a folder" in err and "reproductions/" in err

@@ -133,12 +133,16 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     cell is not reproduced."""
     import secrets
 
+    from bench.core.errors import BenchError
     from bench.core.settings import default_cache_dir
     from bench.submissions.reproduce import RECORDS, RULE, reproduce, submissions_root, why_not
 
     folder = Path(args.submission)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     root = args.record or submissions_root(folder).parent / RECORDS
+    if root.exists() and not root.is_dir():   # found before the reruns, not after their minutes of training
+        raise BenchError(f"--record {root}: a file, not a folder; give the folder that holds the reproduction "
+                         f"records (it mirrors the submissions' paths), e.g. {RECORDS}/")
     record = reproduce(folder, args.cells, seed, args.cache_dir or default_cache_dir(), root)
     for cell in record["cells"]:
         worst = max(cell["eval_sets"].items(), key=lambda item: item[1]["student_differ"])
