@@ -409,6 +409,30 @@ def row(design: str, arm: str, runs: int, delta: float | str, sd: float, df: int
             "cpu_h_for_1": need * cost / 3600}
 
 
+def reference_rows(folders: list[Path], seeds: list[int] | None) -> list[dict]:
+    """The SD rows of committed runs (results folders or submissions, together holding naive, its replicates and
+    the methods to compare), as ``analyse`` computes them from a ledger: each arm's run minus naive's in the cell, pooled within
+    sources. mini-v2's reference runs are design lr3e-4's (its ledger's seeds 0 and 1 are those runs, digit for
+    digit), so they give that design's SD on more seeds. No cost: the runs' CPU-seconds are not the study's."""
+    from bench.core.cells import load_cells
+    from bench.core.runs import cell_value
+    from bench.core.store import cell_folders
+
+    cells = load_cells([f for folder in folders for f in cell_folders(folder)])
+    value = {(arm_name(c.method), c.seed, c.source): cell_value(c, "nts") for c in cells if seeds is None or c.seed in seeds}
+    rows = []
+    for arm in sorted({a for a, _, _ in value} - {"naive", "ceiling"}):
+        deltas: dict[str, list[float]] = defaultdict(list)
+        for (a, seed, source), v in value.items():
+            if a == arm and ("naive", seed, source) in value:
+                deltas[source].append(v - value["naive", seed, source])
+        sd, df = pooled_sd(deltas)
+        flat = [d for ds in deltas.values() for d in ds]
+        if flat:
+            rows.append(row("committed runs", arm, len(flat), statistics.fmean(flat), sd, df, math.nan))
+    return rows
+
+
 def analyse(args) -> None:
     import csv
 
@@ -420,7 +444,7 @@ def analyse(args) -> None:
     header = ("design", "arm", "runs", "Δ NTS", "sd", "sd 95%", "df", "CPU-s/run", "sd²×cost", "runs for ±1",
               "CPU-h for ±1")
     for design in args.designs:
-        entries = read_ledger(args.ledger / f"{design}.jsonl")
+        entries = [e for e in read_ledger(args.ledger / f"{design}.jsonl") if args.seeds is None or e["seed"] in args.seeds]
         runs, costs = runs_of(entries, args.test_size), entries
         by = {(r["run"], r["seed"], r["source"]): r for r in runs}
         naive = {(s, src): run_metrics(r) for (name, s, src), r in by.items() if name == "naive"}
@@ -445,6 +469,8 @@ def analyse(args) -> None:
             sd = math.sqrt(sum(s * s * d for s, d, _ in arms if d) / df)
             rows_out.append(row(design, "all arms, pooled", sum(r["runs"] for r in rows_out[-len(arms):]), "—",
                                 sd, df, statistics.fmean(c for _, _, c in arms)))
+    if args.reference:
+        rows_out += reference_rows(args.reference, args.seeds)
     print(markdown(header, rows_out))
     print("\nWhat a design shows of the paper's question, from its naive runs (naive and naive#1): the gain in distribution (WRG), "
           "out of distribution per category (AOG), and how far the students fit their teachers' labels on "
@@ -476,6 +502,9 @@ def main() -> None:
                                     "ceiling); default: all")
     sub.choices["analyse"].add_argument("--test-size", type=int)
     sub.choices["analyse"].add_argument("--csv", type=Path)
+    sub.choices["analyse"].add_argument("--seeds", nargs="+", type=int, help="only these seeds' runs")
+    sub.choices["analyse"].add_argument("--reference", nargs="+", type=Path, metavar="FOLDER",
+                                        help="also the SD rows of committed runs (e.g. mini-v2's naive submission)")
     args = p.parse_args()
     if args.command == "run":
         for design in args.designs:

@@ -52,7 +52,8 @@ def test_pooled_rows_of_a_ledger(study, tmp_path, capsys):
     lines = [entry(run, seed, source, ids[run][seed]) for run in ids for seed in (0, 1)
              for source in ("mini/recipes", "mini/chat")]
     (tmp_path / "base.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines) + '{"partial')
-    args = type("Args", (), {"designs": ["base"], "ledger": tmp_path, "test_size": None, "csv": None})
+    args = type("Args", (), {"designs": ["base"], "ledger": tmp_path, "test_size": None, "csv": None, "seeds": None,
+                             "reference": None})
     study.analyse(args)
     rows = {cells[1]: cells for cells in ([c.strip() for c in line.strip("|").split("|")]
                                           for line in capsys.readouterr().out.splitlines() if line.startswith("| base |"))}
@@ -113,3 +114,20 @@ def test_the_levers_zero_the_students_head_and_average_its_last_half_and_are_und
         assert pipeline.load_reward_model is fake_load and train.train_reward_model is fake_fit
     with pytest.raises(SystemExit, match="unknown knob 'ema'"):
         study.knobs("lr3e-4_ema")
+
+
+def test_mini_v2s_committed_runs_are_the_lr3e_4_designs_runs(study):
+    """reference_rows computes the SDs of committed runs as analyse does from a ledger; on seeds 0 and 1, mini-v2's
+    committed naive and naive#1 are the runs of the study's lr3e-4 design, so their rows agree to the digit (what lets
+    the study compare a lever with v2's runs on more seeds than its own ledger holds)."""
+    ledger = study.read_ledger(ROOT / "benchmarks" / "results" / "variance-study" / "lr3e-4.jsonl")
+    runs = {(r["run"], r["seed"], r["source"]): study.run_metrics(r)["nts"] for r in study.runs_of(ledger, 200)}
+    deltas: dict[str, list[float]] = {}
+    for (name, seed, source), value in runs.items():
+        if name == "naive#1":
+            deltas.setdefault(source, []).append(value - runs["naive", seed, source])
+    [row] = [r for r in study.reference_rows([ROOT / "submissions" / "mini-v2" / "tiny-lr3e-4" / "naive"], [0, 1])
+             if r["arm"] == "naive#1"]
+    sd, df = study.pooled_sd(deltas)
+    assert (row["runs"], row["df"]) == (12, df) == (12, 6)
+    assert row["sd"] == pytest.approx(sd, abs=1e-9)
