@@ -15,11 +15,12 @@ With --control each run's difference is corrected by the cell's other replicates
 control bench compare takes from the baseline's replicates, bench.core.runs.stratified); it needs 3 replicates.
 With --sequential the comparison instead grows seed by seed from the plan's first look and stops at
 the first look that decides (what bench compare --until-decided does): the rate that matters for it.
-With --fresh each comparison instead draws a pool of its own: in every cell, each run is the cell's mean
-plus a deviation drawn from its source's deviations in the pool (each cell's runs minus their mean, scaled
-by sqrt(r / (r - 1)), r runs a cell, to the runs' own spread). That keeps each source's spread and the shape
-of its tails, and makes the comparisons independent, so the binomial SE is the Monte Carlo error; what it
-gives up is which runs met in one cell.
+With --fresh each comparison instead draws a pool of its own, three runs a cell with or without --control (so
+both rules judge the same draws): in every cell, each run is a deviation drawn from its source's deviations in the
+pool (each cell's runs minus their mean, scaled by sqrt(r / (r - 1)), r runs a cell, to the runs' own spread).
+That keeps each source's spread and makes the comparisons independent, so the binomial SE is the Monte Carlo
+error; it gives up which runs met in one cell, and thins the tails (a deviation from a mean of three mixes
+three runs: an outlier X becomes 0.82 X and two of -0.41 X after scaling, and the excess kurtosis about halves).
 
     python benchmarks/aa_test.py FOLDER [--method naive] [--seeds-per-comparison 3] [--comparisons 400]
     python benchmarks/aa_test.py FOLDER --sequential --control --fresh --comparisons 10000
@@ -138,11 +139,11 @@ def main() -> None:
     rng = np.random.default_rng(DRAW_SEED)
     if args.fresh:
         spread, size = run_deviations(runs, sources), plan[1] if args.sequential else k
-        hits = [one_comparison(fresh_pool(spread, size, need, rng), list(range(size)), sources, rng, k, plan,
+        hits = [one_comparison(fresh_pool(spread, size, 3, rng), list(range(size)), sources, rng, k, plan,
                                args.sequential, args.control, args.variances) for _ in range(args.comparisons)]
         fpr = float(np.mean(hits))
         print(f"A/A on fresh pools drawn from {args.method}'s run deviations ({len(seeds)} seeds x {len(sources)} sources, "
-              f"{need} runs a cell): {args.comparisons} independent comparisons of "
+              f"3 runs a cell): {args.comparisons} independent comparisons of "
               f"{k if not args.sequential else f'up to {plan[1]}'} seeds "
               f"({'sequential, stopped when decided' if args.sequential else 'fixed sample' if args.fixed else f'look at {k} seeds of plan {plan}'}"
               f"{', the other replicates as control' if args.control else ''}"
@@ -166,9 +167,9 @@ def main() -> None:
               f"{', variances ' + args.variances if args.control else ''})")
     print(f"decided (false positives): {100 * fpr:.1f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.1f}"
           + (f"; SD over {len(resampled)} resampled pools {100 * float(np.std(resampled, ddof=1)):.1f})" if resampled else ")"))
-    if resampled:   # each resampled pool's rate holds its comparisons' binomial noise too
+    if resampled:   # copies of one pool's seeds, with repeats: its Monte Carlo SE, not the rate's uncertainty
         print(f"mean over the resampled pools: {100 * float(np.mean(resampled)):.2f}% ({len(resampled)} x {args.comparisons} "
-              f"comparisons; SE {100 * float(np.std(resampled, ddof=1)) / math.sqrt(len(resampled)):.2f})")
+              f"comparisons; Monte Carlo SE {100 * float(np.std(resampled, ddof=1)) / math.sqrt(len(resampled)):.2f})")
 
 
 if __name__ == "__main__":

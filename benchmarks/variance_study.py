@@ -22,8 +22,9 @@ A design is a name of knobs joined by "_" ("base" for none):
              .EarlyStopping's defaults: 10% held out, checked every 10 steps, by loss): with epN, training
              to convergence on the teacher-labelled held-out loss
     zhead    the student's reward head starts at zero (weights and bias) instead of a seeded random draw
-    swa      the student ends at the uniform average of its weights after each step of the second half
-             of its training (tail averaging, as SWA does), not at its last step's weights
+    swa      each run of the student's training loop ends at the uniform average of its weights after each
+             step of its second half (tail averaging, as SWA does), not at its last step's weights (a
+             method that runs the loop several times, lp-ft's phases, averages each run apart)
 
 zhead and swa are levers under study, applied by this script (``levers``) around the student's
 loading and training only (never the teacher's, whose cache the designs share). They are not options
@@ -83,6 +84,8 @@ def knobs(design: str) -> dict[str, str]:
                 break
         else:
             raise SystemExit(f"design {design!r}: unknown knob {token!r}; knobs: epN lrX LN poolN cueX es zhead swa")
+    if "swa" in found and "es" in found:
+        raise SystemExit(f"design {design!r}: swa and es both choose the student's final weights; use one")
     return found
 
 
@@ -147,8 +150,6 @@ def levers(design: str):
         fit = saved["fit"] = train.train_reward_model
 
         def tail_averaged(model, examples, cfg, method, seed, desc):
-            if cfg.early_stopping is not None:
-                raise SystemExit(f"design {design!r}: swa and es both choose the final weights; use one")
             total = math.ceil(len(examples) / cfg.batch_size) * cfg.epochs
             state = {"step": 0, "mean": None, "n": 0}
 
@@ -160,7 +161,7 @@ def levers(design: str):
                 if state["mean"] is None:
                     state["mean"] = [p.detach().clone() for p in params]
                 else:   # the running mean of the iterates since the half-way step
-                    for mean, p in zip(state["mean"], params):
+                    for mean, p in zip(state["mean"], params, strict=True):
                         mean.add_(p.detach() - mean, alpha=1.0 / (state["n"] + 1))
                 state["n"] += 1
             handle = register_optimizer_step_post_hook(after_step)
@@ -168,9 +169,11 @@ def levers(design: str):
                 log = fit(model, examples, cfg, method, seed, desc)
             finally:
                 handle.remove()
+            if state["step"] != total:   # the hook saw another loop's steps, or this one stopped early
+                raise RuntimeError(f"swa: {state['step']} optimizer steps in a loop of {total}")
             if state["mean"] is not None:
                 with torch.no_grad():
-                    for mean, p in zip(state["mean"], [p for p in model.parameters() if p.requires_grad]):
+                    for mean, p in zip(state["mean"], [p for p in model.parameters() if p.requires_grad], strict=True):
                         p.copy_(mean)
             return {**log, "tail_averaged_steps": state["n"]}
         train.train_reward_model = tail_averaged
@@ -509,6 +512,13 @@ def main() -> None:
     if args.command == "run":
         for design in args.designs:
             knobs(design)
+        from bench.core.results import params_slug, replicate_slug
+
+        known = [replicate_slug(params_slug(m, params), r) for m, params, r in ARMS + (CEILING,)]
+        for arm in args.arms or ():
+            if arm not in known or (arm == "ceiling" and not args.ceiling):
+                raise SystemExit(f"--arms {arm!r}: not an arm of this run; arms: {' '.join(known[:-1])}"
+                                 f"{', and ceiling with --ceiling' if not args.ceiling else ' ceiling'}")
     (run if args.command == "run" else analyse)(args)
 
 

@@ -72,7 +72,7 @@ def test_pooled_rows_of_a_ledger(study, tmp_path, capsys):
 def test_the_levers_zero_the_students_head_and_average_its_last_half_and_are_undone(study, monkeypatch):
     """zhead starts the student's head at zero; swa ends training at the mean of the weights after each
     step of the second half (here SGD on a known gradient, so the iterates are known); both are undone
-    when the design's runs end."""
+    when the design's runs end, or fail; the teacher's loader and loop are never wrapped."""
     import dataclasses
 
     import torch
@@ -109,6 +109,13 @@ def test_the_levers_zero_the_students_head_and_average_its_last_half_and_are_und
     assert log == {"steps": 4, "tail_averaged_steps": 2}
     for before, after in zip(start, model.parameters()):
         assert torch.allclose(after.detach(), before - 3.5, rtol=0, atol=1e-6)
+    assert pipeline.load_reward_model is fake_load and train.train_reward_model is fake_fit
+    from bench.stages import models, teacher
+
+    teachers = (teacher.train_reward_model, teacher.load_reward_model, models.load_reward_model)
+    with pytest.raises(KeyError), study.levers("lr3e-4_zhead_swa"):   # undone when a run fails too
+        assert (teacher.train_reward_model, teacher.load_reward_model, models.load_reward_model) == teachers
+        raise KeyError("a run failed")
     assert pipeline.load_reward_model is fake_load and train.train_reward_model is fake_fit
     with study.levers("lr3e-4"):   # no lever: nothing is wrapped
         assert pipeline.load_reward_model is fake_load and train.train_reward_model is fake_fit

@@ -156,7 +156,8 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
 
     ``variances``: "solved", the rule (the equations above, a negative solution taken as 0), or "bound", each
     v_s as RSS_s / (seeds − 1 − 2 h_s), which drops the other sources' share and so is never below the solved
-    one (nor, in expectation, below v_s): a conservative variant, measured by benchmarks/aa_test.py --variances."""
+    one (nor, in expectation, below v_s). Its Welch df follows its variances and can rise, so its interval is
+    not always the wider one. A variant the rule does not use, measured by benchmarks/aa_test.py --variances."""
     seeds, sources = len(next(iter(diffs.values()))), len(diffs)
     n = seeds * sources
     d = {s: np.asarray(v, dtype=np.float64) for s, v in diffs.items()}

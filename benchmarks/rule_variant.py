@@ -1,0 +1,57 @@
+"""The reference decisions under a variant of the rule: each comparison's deciding interval on NTS as `bench compare`
+prints it, with the rule's variances ("solved") and with bench.core.runs.stratified's "bound" variant, side by side.
+
+    python benchmarks/rule_variant.py extra-seeds/mini-v2/tiny-lr3e-4 ceiling anchor-mid_lam=1.0_layers=mid \
+        probe_epochs=1_lr=0.001 [--fresh-from 3] [--variances bound]
+
+Each METHOD is compared with naive over the folder's runs (`bench compare METHOD naive --out FOLDER`); the variant
+is put in place of the rule for this process only (the harness's rule is unchanged).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import io
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def deciding_line(method: str, folder: Path, fresh_from: int) -> str:
+    """The NTS line of `bench compare METHOD naive --out FOLDER`'s "all" scope: estimate, interval, decided."""
+    from bench.cli import main
+
+    argv = ["compare", method, "naive", "--out", str(folder)] + (["--fresh-from", str(fresh_from)] if fresh_from else [])
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = main(argv)
+    lines = [line for line in printed.getvalue().splitlines() if line.split()[:2] == ["all", "NTS"]]
+    if code not in (0, 1) or not lines:
+        raise SystemExit(f"bench {' '.join(argv)} printed no NTS line (exit {code})")
+    return " ".join(lines[0].split()[2:])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("folder", type=Path)
+    p.add_argument("methods", nargs="+")
+    p.add_argument("--fresh-from", type=int, default=0)
+    p.add_argument("--variances", default="bound", choices=("bound",))
+    args = p.parse_args()
+    from bench.core import runs
+
+    rule = runs.stratified
+    for method in args.methods:
+        runs.stratified = rule
+        solved = deciding_line(method, args.folder, args.fresh_from)
+        runs.stratified = functools.partial(rule, variances=args.variances)
+        variant = deciding_line(method, args.folder, args.fresh_from)
+        print(f"{method}\n  solved: {solved}\n  {args.variances}:  {variant}")
+    runs.stratified = rule
+
+
+if __name__ == "__main__":
+    main()
