@@ -102,8 +102,8 @@ def test_the_levers_zero_the_students_head_and_average_its_last_half_and_are_und
     cfg = dataclasses.replace(study.specs("base")[1].student_train, batch_size=2, epochs=1)
     with study.levers("lr3e-4_zhead_swa"):
         model = pipeline.load_reward_model(None, 3)
-        assert all(float(p.abs().sum()) == 0.0 for p in model.classifier.parameters())
-        assert float(model.body.weight.abs().sum()) > 0
+        assert all(float(p.detach().abs().sum()) == 0.0 for p in model.classifier.parameters())
+        assert float(model.body.weight.detach().abs().sum()) > 0
         start = [p.detach().clone() for p in model.parameters()]
         log = train.train_reward_model(model, [None] * 8, cfg, None, 0, "student")   # 4 steps: average of 3 and 4
     assert log == {"steps": 4, "tail_averaged_steps": 2}
