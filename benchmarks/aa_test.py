@@ -110,7 +110,7 @@ def main() -> None:
                    help="each run's control: the cell's other replicates (3+ per cell) minus B, as bench compare uses "
                         "the baseline's replicates")
     p.add_argument("--variances", choices=("solved", "bound"), default="solved",
-                   help="with --control: the sources' variances as the rule solves them, or the conservative bound "
+                   help="with --control: the sources' variances as the rule solves them, or the bound on them "
                         "(bench.core.runs.stratified)")
     p.add_argument("--fresh", action="store_true", help="each comparison on a fresh pool drawn from the pool's run "
                    "deviations, per source (independent comparisons: the binomial SE is the Monte Carlo error)")
