@@ -190,7 +190,7 @@ def run(args) -> None:
     import torch
 
     from bench.core.errors import CellsFailedError
-    from bench.core.results import cell_dir, load_cell, params_slug, replicate_slug
+    from bench.core.results import cell_dir, load_cell
     from bench.core.settings import RunSettings, default_cache_dir
     from bench.stages.pipeline import checked_method, run_slug
     from bench.stages.pipeline import run as run_cells
@@ -209,7 +209,7 @@ def run(args) -> None:
         ledger = args.ledger / f"{design}.jsonl"
         done = {(r["run"], r["seed"], r["source"]) for r in read_ledger(ledger)}
         for method, params, replicate in arms:
-            if args.arms and replicate_slug(params_slug(method, params), replicate) not in args.arms:
+            if args.arms and arm_slug(method, params, replicate) not in args.arms:
                 continue
             settings = RunSettings(protocol=protocol, models=models, method=method, params=params, sources=(source,),
                                    seeds=(seed,), out=out, cache_dir=args.cache_dir or default_cache_dir(),
@@ -383,14 +383,19 @@ def markdown(header: tuple[str, ...], rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def arm_name(run: str) -> str:
-    """A run's arm as ARMS gives it (``anchor_lam=1.0``, ``naive#1``), not the full slug with every default."""
+def arm_slug(method: str, params: dict, replicate: int) -> str:
+    """An arm of ARMS by name (``anchor_lam=1.0``, ``naive#1``): what --arms takes and analyse prints."""
     from bench.core.results import params_slug, replicate_slug
 
+    return replicate_slug(params_slug(method, params), replicate)
+
+
+def arm_name(run: str) -> str:
+    """A run's arm as ARMS gives it (``anchor_lam=1.0``, ``naive#1``), not the full slug with every default."""
     slug, _, rep = run.partition("#")
     for method, params, replicate in ARMS + (CEILING,):
         if slug.split("_")[0] == method and int(rep or 0) == replicate:
-            return replicate_slug(params_slug(method, params), replicate)
+            return arm_slug(method, params, replicate)
     return run
 
 
@@ -412,6 +417,15 @@ def row(design: str, arm: str, runs: int, delta: float | str, sd: float, df: int
             "cpu_h_for_1": need * cost / 3600}
 
 
+def against_naive(nts: dict[tuple[str, int, str], float], arm: str) -> dict[str, list[float]]:
+    """Per source, each run of ``arm`` minus naive's NTS in the same cell (``nts``: (run, seed, source) -> NTS)."""
+    deltas: dict[str, list[float]] = defaultdict(list)
+    for (run, seed, source), value in nts.items():
+        if run == arm and ("naive", seed, source) in nts:
+            deltas[source].append(value - nts["naive", seed, source])
+    return deltas
+
+
 def reference_rows(folders: list[Path], seeds: list[int] | None) -> list[dict]:
     """The SD rows of committed runs (results folders or submissions, together holding naive, its replicates and
     the methods to compare), as ``analyse`` computes them from a ledger: each arm's run minus naive's in the cell, pooled within
@@ -425,10 +439,7 @@ def reference_rows(folders: list[Path], seeds: list[int] | None) -> list[dict]:
     value = {(arm_name(c.method), c.seed, c.source): cell_value(c, "nts") for c in cells if seeds is None or c.seed in seeds}
     rows = []
     for arm in sorted({a for a, _, _ in value} - {"naive", "ceiling"}):
-        deltas: dict[str, list[float]] = defaultdict(list)
-        for (a, seed, source), v in value.items():
-            if a == arm and ("naive", seed, source) in value:
-                deltas[source].append(v - value["naive", seed, source])
+        deltas = against_naive(value, arm)
         sd, df = pooled_sd(deltas)
         flat = [d for ds in deltas.values() for d in ds]
         if flat:
@@ -449,14 +460,10 @@ def analyse(args) -> None:
     for design in args.designs:
         entries = [e for e in read_ledger(args.ledger / f"{design}.jsonl") if args.seeds is None or e["seed"] in args.seeds]
         runs, costs = runs_of(entries, args.test_size), entries
-        by = {(r["run"], r["seed"], r["source"]): r for r in runs}
-        naive = {(s, src): run_metrics(r) for (name, s, src), r in by.items() if name == "naive"}
+        nts = {(r["run"], r["seed"], r["source"]): run_metrics(r)["nts"] for r in runs}
         arms = []
         for name in sorted({r["run"] for r in runs} - {"naive", "ceiling"}):
-            deltas: dict[str, list[float]] = defaultdict(list)
-            for (n, s, src), r in by.items():
-                if n == name and (s, src) in naive:
-                    deltas[src].append(run_metrics(r)["nts"] - naive[s, src]["nts"])
+            deltas = against_naive(nts, name)
             sd, df = pooled_sd(deltas)
             spent = [run_cost(c, args.test_size) for c in costs
                      if c["run"] == name and c["cpu_s"] and not c["teacher_trained"]]
@@ -512,9 +519,7 @@ def main() -> None:
     if args.command == "run":
         for design in args.designs:
             knobs(design)
-        from bench.core.results import params_slug, replicate_slug
-
-        known = [replicate_slug(params_slug(m, params), r) for m, params, r in ARMS + (CEILING,)]
+        known = [arm_slug(*arm) for arm in ARMS + (CEILING,)]
         for arm in args.arms or ():
             if arm not in known or (arm == "ceiling" and not args.ceiling):
                 raise SystemExit(f"--arms {arm!r}: not an arm of this run; arms: {' '.join(known[:-1])}"
