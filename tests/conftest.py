@@ -15,16 +15,26 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # imported, and inherited by the commands tests run as subprocesses. One folder, so that what one test computes
 # (a teacher, a submission's validation) another reuses. SHIFTBENCH_TEST_CACHE names a folder to keep instead,
 # so that a developer's next run reuses them too (a cache key holds the code that decides each entry).
+# The suite runs in worker processes (pytest-xdist, pyproject's addopts): the first process to import this file
+# makes the suite's folder and names it in SHIFTBENCH_SUITE_DIR, which the workers it starts inherit, so they share
+# it: the cache in it (unless kept), and what tests/small_runs.py makes once for every worker.
 _KEPT_CACHE = os.environ.get("SHIFTBENCH_TEST_CACHE")
-os.environ["SHIFTBENCH_CACHE"] = _KEPT_CACHE or tempfile.mkdtemp(prefix="shiftbench-test-cache-")
+_MADE_HERE = not os.environ.get("SHIFTBENCH_SUITE_DIR")
+if _MADE_HERE:
+    os.environ["SHIFTBENCH_SUITE_DIR"] = tempfile.mkdtemp(prefix="shiftbench-test-suite-")
+os.environ["SHIFTBENCH_CACHE"] = _KEPT_CACHE or os.path.join(os.environ["SHIFTBENCH_SUITE_DIR"], "cache")
 # `bench run` with several cells runs them in worker processes by default on a CPU; the tests run them
 # here, where their output and monkeypatches are seen (tests/test_sweep_executors.py runs workers).
 os.environ.setdefault("SHIFTBENCH_JOBS", "1")
+# One torch thread in each of the suite's worker processes (and the commands they run, which inherit it): the
+# workers take the cores, and a tiny model's second thread costs more CPU than it saves.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 
 def pytest_unconfigure(config):
-    if not _KEPT_CACHE:
-        shutil.rmtree(os.environ["SHIFTBENCH_CACHE"], ignore_errors=True)
+    if _MADE_HERE:   # the process that made the folder (the one that started the workers) removes it, last
+        shutil.rmtree(os.environ["SHIFTBENCH_SUITE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -38,17 +48,22 @@ def session_cache() -> Path:
 
 @pytest.fixture(scope="session")
 def committed_validations(registered_small):
-    """submissions/ of the repository, validated once per session (the suite's costliest check) through the
-    validation record of the session's cache, $SHIFTBENCH_CACHE/leaderboard (bench.submissions.record), which
-    `bench validate` and leaderboard.core.load_board read too: any later validation of the committed tree in the
-    session reads the outcomes from it. Shared: read them, never change them. The record's key holds every
+    """submissions/ of the repository, validated once per run of the suite (the suite's costliest check) through the
+    validation record of the cache its workers share, $SHIFTBENCH_CACHE/leaderboard (bench.submissions.record), which
+    `bench validate` and leaderboard.core.load_board read too: the first worker to ask validates, and every later
+    validation of the committed tree, in any worker, reads the outcomes from it. Shared: read them, never change them. The record's key holds every
     registered protocol and model pair, so ``registered_small``'s, which stay registered once a test asks for
     them, are registered first (the tests' other registrations are made when their modules are imported, or
     undone after the test)."""
+    from bench.core.locks import file_lock, lock_path
+    from bench.core.settings import default_cache_dir
     from bench.submissions.record import validate_tree
 
-    root = ROOT / "submissions"
-    found = validate_tree(root) if root.is_dir() else []
+    root, cache = ROOT / "submissions", default_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    # one worker validates, and the others wait for it and read its outcomes from the record
+    with file_lock(lock_path(cache, "committed submissions"), "the committed submissions' validation"):
+        found = validate_tree(root) if root.is_dir() else []
     if not found:
         pytest.skip("no reference submissions in submissions/")
     return found
