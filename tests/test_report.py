@@ -43,3 +43,38 @@ def test_a_replicate_is_its_own_row_and_a_partial_seed_is_left_out():
     assert table.loc["naive", "NTS"] == "+6.0±0.0" and table.loc["naive", "seeds"] == 2
     assert table.loc["naive#1", "NTS"] == "-10.0" and table.loc["naive#1", "seeds"] == 1
     assert table.attrs["left_out"] == 1
+
+
+def test_a_summary_is_exact_sums_whatever_the_row_order_and_the_rows_a_column_skips():
+    """Each seed's mean over the rows that hold a column, then the mean and the sample SD of those means, every sum
+    math.fsum's: a summary's bits do not depend on the rows' order (nor on how pandas adds a group's rows)."""
+    import math
+
+    import numpy as np
+    import pandas as pd
+
+    from bench.core.report import COLUMNS, FAR_COLUMNS, summarise, summarise_rows
+
+    rng = np.random.default_rng(7)
+    n = 40
+    frame = pd.DataFrame({c: rng.integers(0, 2001, n) / 20 for c in COLUMNS})   # accuracies in steps of 0.05
+    frame["seed"] = rng.integers(0, 5, n)
+    frame["role"] = np.where(rng.random(n) < 0.25, "far", "ood")
+    for c in FAR_COLUMNS:   # a far target's row holds only the far columns, a near target's none of them
+        frame[c] = np.where(frame["role"] == "far", rng.integers(0, 2001, n) / 20, np.nan)
+    frame.loc[frame["role"] == "far", COLUMNS] = np.nan
+    got = summarise(frame)
+    for c in ["nts", "far_aog"]:
+        held = frame[frame[c].notna()]
+        per_seed = [math.fsum(g[c]) / len(g) for _, g in held.groupby("seed")]
+        mean = math.fsum(per_seed) / len(per_seed)
+        assert got[c] == mean
+        assert got[f"{c}_sd"] == math.sqrt(math.fsum((x - mean) ** 2 for x in per_seed) / (len(per_seed) - 1))
+    assert (got["seeds"], got["cells"]) == (5, int((frame["role"] != "far").sum()) // 5)
+    shuffled = summarise(frame.sample(frac=1, random_state=3))
+    assert shuffled.index.tolist() == got.index.tolist() and np.array_equal(shuffled.to_numpy(), got.to_numpy(),
+                                                                              equal_nan=True)
+    as_rows = summarise_rows(frame.to_dict("records"))
+    assert list(as_rows) == got.index.tolist() and np.array_equal(list(as_rows.values()), got.to_numpy(), equal_nan=True)
+    one_seed = summarise(frame[frame["seed"] == 0])
+    assert math.isnan(one_seed["nts_sd"]) and one_seed["seeds"] == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Mapping
 
+import numpy as np
 import pandas as pd
 
 from bench.core.results import replicate_slug
@@ -94,21 +95,53 @@ def cell_row_dicts(results: list[CellResult], protocols: Mapping | None = None) 
 def columns_of(cells: pd.DataFrame) -> list[str]:
     """The metric columns ``cells`` hold: COLUMNS, BON_COLUMNS where some cell has best-of-N numbers, and
     FAR_COLUMNS where some cell has a far target."""
-    has_bon = "bon_nts" in cells and cells["bon_nts"].notna().any()
-    has_far = "far_nts" in cells and cells["far_nts"].notna().any()
-    return COLUMNS + (BON_COLUMNS if has_bon else []) + (FAR_COLUMNS if has_far else [])
+    return _held_columns({c: cells[c].to_numpy(dtype=float) for c in ("bon_nts", "far_nts") if c in cells})
+
+
+def _held_columns(table: Mapping[str, np.ndarray]) -> list[str]:
+    held = {c for c in ("bon_nts", "far_nts") if c in table and (~np.isnan(table[c])).any()}
+    return COLUMNS + (BON_COLUMNS if "bon_nts" in held else []) + (FAR_COLUMNS if "far_nts" in held else [])
 
 
 def summarise(cells: pd.DataFrame) -> pd.Series:
     """Mean over cells and seeds, with the spread (std of per-seed means) as ``<col>_sd``; of every column
     of ``columns_of``, each over the rows that have it (a far target's row has only the far columns). "cells"
     counts a seed's near targets' rows."""
-    per_seed = cells.groupby("seed")[columns_of(cells)].mean()
-    mean = per_seed.mean()
-    spread = per_seed.std(ddof=1) if len(per_seed) > 1 else pd.Series(float("nan"), index=per_seed.columns)
-    near = int((cells["role"] != "far").sum()) if "role" in cells else len(cells)
-    return pd.concat([mean, spread.add_suffix("_sd"), pd.Series({"cells": near // len(per_seed),
-                                                                 "seeds": len(per_seed)})])
+    table = {c: cells[c].to_numpy(dtype=float) for c in [*COLUMNS, *BON_COLUMNS, *FAR_COLUMNS] if c in cells}
+    return pd.Series(_summary(cells["seed"].to_numpy(), cells["role"].to_numpy() if "role" in cells else None, table))
+
+
+def summarise_rows(rows: list[dict]) -> dict[str, float | int]:
+    """``summarise`` of rows as ``cell_row_dicts`` makes them, as a dict: without a DataFrame (validation summarises
+    every submission it reads)."""
+    names = {k for r in rows for k in r}
+    table = {c: np.array([r.get(c, math.nan) for r in rows], dtype=float)
+             for c in [*COLUMNS, *BON_COLUMNS, *FAR_COLUMNS] if c in names}
+    return _summary(np.array([r["seed"] for r in rows]), np.array([r["role"] for r in rows]), table)
+
+
+def _summary(seed: np.ndarray, role: np.ndarray | None, table: Mapping[str, np.ndarray]) -> dict[str, float | int]:
+    """Each seed's mean over its rows of every held column (``_held_columns``), then the mean and the sample standard
+    deviation (ddof 1; NaN from fewer than two seeds) of those per-seed means, each over the rows and seeds that have
+    the column. Every sum is math.fsum's, exact before its one rounding, so that a summary does not depend on the
+    order of the rows or on how a pandas or numpy version orders its additions (pandas 3 adds a group's rows
+    pairwise where pandas 2 compensates them, and a mean of 79.45 would show as 79.4 or 79.5)."""
+    columns = _held_columns(table)
+    values = np.stack([table[c] for c in columns], axis=1)
+    seeds = np.unique(seed)
+    per_seed = np.array([_mean(values[seed == s]) for s in seeds])
+    mean = _mean(per_seed)
+    spread = [math.sqrt(math.fsum((x - m) ** 2 for x in col[~np.isnan(col)]) / (held - 1)) if held > 1 else math.nan
+              for col, m, held in zip(per_seed.T, mean, (~np.isnan(per_seed)).sum(0))]
+    near = int((role != "far").sum()) if role is not None else len(seed)
+    return {**{c: float(v) for c, v in zip(columns, mean)}, **{f"{c}_sd": float(v) for c, v in zip(columns, spread)},
+            "cells": near // len(seeds), "seeds": len(seeds)}
+
+
+def _mean(values: np.ndarray) -> np.ndarray:
+    """Each column's mean over the rows that hold it (NaN where none does), its sum exact before rounding."""
+    return np.array([math.fsum(col[~np.isnan(col)]) / n if (n := int((~np.isnan(col)).sum())) else math.nan
+                     for col in values.T])
 
 
 def cell_table(results: list[CellResult]) -> str:

@@ -8,7 +8,7 @@ from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from bench.core.report import cell_rows, columns_of, summarise
+from bench.core.report import cell_row_dicts, summarise_rows
 from bench.core.result_schema import ProtocolRef
 
 
@@ -82,12 +82,9 @@ def submission_summary(cells: list, protocols: Mapping | None = None) -> dict[st
     """Means over cells and seeds, with spreads (None with one seed): what submission.json records (the
     BoN columns too, on a protocol with candidate sets, and the far ones on a protocol with far targets:
     bench.core.report.columns_of; ``protocols``: specs besides the registry's, as cell_rows takes them)."""
-    rows = cell_rows(cells, protocols)
-    summary, columns = summarise(rows), columns_of(rows)
-    out: dict[str, float | int | None] = {}
-    for name in [*columns, *(f"{c}_sd" for c in columns)]:
-        out[name] = None if math.isnan(summary[name]) else float(summary[name])
-    out["cells"], out["seeds"] = int(summary["cells"]), int(summary["seeds"])
+    summary = summarise_rows(cell_row_dicts(cells, protocols))
+    out: dict[str, float | int | None] = {name: None if isinstance(value, float) and math.isnan(value) else value
+                                          for name, value in summary.items()}
     misfits = [c.misfit.disagreement for c in cells if c.misfit is not None]
     out["misfit"] = sum(misfits) / len(misfits) if len(misfits) == len(cells) else None
     return out
