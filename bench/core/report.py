@@ -124,8 +124,9 @@ def _summary(seed: np.ndarray, role: np.ndarray | None, table: Mapping[str, np.n
     """Each seed's mean over its rows of every held column (``_held_columns``), then the mean and the sample standard
     deviation (ddof 1; NaN from fewer than two seeds) of those per-seed means, each over the rows and seeds that have
     the column. Every sum is math.fsum's, exact before its one rounding, so that a summary does not depend on the
-    order of the rows or on how a pandas or numpy version orders its additions (pandas 3 adds a group's rows
-    pairwise where pandas 2 compensates them, and a mean of 79.45 would show as 79.4 or 79.5)."""
+    order of the rows or on how a pandas or numpy version orders its additions (pandas 3.1 adds a group's rows with
+    np.add.reduceat where the groups come sorted and hold no NaN, else with a compensated sum: a mean of exactly 7.25
+    came out as 7.250000000000001 and showed as +7.3)."""
     columns = _held_columns(table)
     values = np.stack([table[c] for c in columns], axis=1)
     seeds = np.unique(seed)
