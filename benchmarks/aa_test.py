@@ -63,7 +63,7 @@ def pool(folder: Path, method: str) -> tuple[dict, tuple[int, int] | None]:
 
 
 def one_comparison(runs: dict, seeds: list[int], sources: list[str], rng, k: int, looks, sequential: bool,
-                   control: bool = False, variances: str = "solved") -> bool:
+                   control: bool = False, variances: str = "solved", beta: float | None = None) -> bool:
     """One A/A comparison drawn from the pool: True if the rule decides it. ``control``: the cell's other replicates'
     mean minus B is each run's control (bench.core.runs.stratified), as B's replicates are in bench compare."""
     chosen = list(rng.choice(seeds, size=k if not sequential else looks[1], replace=False))
@@ -77,9 +77,10 @@ def one_comparison(runs: dict, seeds: list[int], sources: list[str], rng, k: int
             controls[s].append(float(np.mean(rest)) - b if control else 0.0)
     given = controls if control else None
     if not sequential:
-        return stratified(diffs, looks if looks else None, controls=given, variances=variances)[-1]
+        return stratified(diffs, looks if looks else None, controls=given, variances=variances, beta=beta)[-1]
     return any(stratified({s: d[:n] for s, d in diffs.items()}, looks,
-                          controls={s: c[:n] for s, c in controls.items()} if control else None, variances=variances)[-1]
+                          controls={s: c[:n] for s, c in controls.items()} if control else None, variances=variances,
+                          beta=beta)[-1]
                for n in range(looks[0], looks[1] + 1))
 
 
@@ -112,6 +113,9 @@ def main() -> None:
     p.add_argument("--variances", choices=("solved", "bound"), default="solved",
                    help="with --control: the sources' variances as the rule solves them, or the bound on them "
                         "(bench.core.runs.stratified)")
+    p.add_argument("--beta", type=float, default=None,
+                   help="with --control: a fixed slope at every look instead of the fitted one (bench.core.runs."
+                        "stratified's beta); 0.5 compares A with the mean of B and the cell's other run")
     p.add_argument("--fresh", action="store_true", help="each comparison on a fresh pool drawn from the pool's run "
                    "deviations, per source (independent comparisons: the binomial SE is the Monte Carlo error)")
     p.add_argument("--shape", action="store_true", help="per source: the run SD (a cell's runs' SD, pooled over its "
@@ -140,20 +144,21 @@ def main() -> None:
     if args.fresh:
         spread, size = run_deviations(runs, sources), plan[1] if args.sequential else k
         hits = [one_comparison(fresh_pool(spread, size, 3, rng), list(range(size)), sources, rng, k, plan,
-                               args.sequential, args.control, args.variances) for _ in range(args.comparisons)]
+                               args.sequential, args.control, args.variances, args.beta)
+                for _ in range(args.comparisons)]
         fpr = float(np.mean(hits))
         print(f"A/A on fresh pools drawn from {args.method}'s run deviations ({len(seeds)} seeds x {len(sources)} sources, "
               f"3 runs a cell): {args.comparisons} independent comparisons of "
               f"{k if not args.sequential else f'up to {plan[1]}'} seeds "
               f"({'sequential, stopped when decided' if args.sequential else 'fixed sample' if args.fixed else f'look at {k} seeds of plan {plan}'}"
               f"{', the other replicates as control' if args.control else ''}"
-              f"{', variances ' + args.variances if args.control else ''})")
+              f"{(', beta %g' % args.beta if args.beta is not None else ', variances ' + args.variances) if args.control else ''})")
         print(f"decided (false positives): {100 * fpr:.2f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.2f})")
         return
 
     def rate(seed_pool: list[int]) -> float:
         return float(np.mean([one_comparison(runs, seed_pool, sources, rng, k, plan, args.sequential, args.control,
-                                             args.variances)
+                                             args.variances, args.beta)
                               for _ in range(args.comparisons)]))
 
     fpr = rate(seeds)
@@ -164,7 +169,7 @@ def main() -> None:
           f"{replicates}; {args.comparisons} comparisons of {k if not args.sequential else f'up to {plan[1]}'} seeds "
           f"({'sequential, stopped when decided' if args.sequential else 'fixed sample' if args.fixed else f'look at {k} seeds of plan {plan}'}"
           f"{', the other replicates as control' if args.control else ''}"
-              f"{', variances ' + args.variances if args.control else ''})")
+              f"{(', beta %g' % args.beta if args.beta is not None else ', variances ' + args.variances) if args.control else ''})")
     print(f"decided (false positives): {100 * fpr:.1f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.1f}"
           + (f"; SD over {len(resampled)} resampled pools {100 * float(np.std(resampled, ddof=1)):.1f})" if resampled else ")"))
     if resampled:   # copies of one pool's seeds, with repeats: its Monte Carlo SE, not the rate's uncertainty

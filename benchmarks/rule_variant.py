@@ -1,5 +1,6 @@
 """The reference decisions under a variant of the rule: each comparison's deciding interval on NTS as `bench compare`
-prints it, with the rule's variances ("solved") and with bench.core.runs.stratified's "bound" variant, side by side.
+prints it, with the rule's variances ("solved") and with a variant of bench.core.runs.stratified side by side: its
+"bound" variances, or (--beta) a fixed slope for the control.
 
     python benchmarks/rule_variant.py extra-seeds/mini-v2/tiny-lr3e-4 ceiling anchor-mid_lam=1.0_layers=mid \
         probe_epochs=1_lr=0.001 [--fresh-from 3] [--variances bound]
@@ -40,6 +41,9 @@ def main() -> None:
     p.add_argument("methods", nargs="+")
     p.add_argument("--fresh-from", type=int, default=0)
     p.add_argument("--variances", default="bound", choices=("bound",))
+    p.add_argument("--beta", type=float, default=None, help="a fixed slope at every look instead of the fitted one "
+                   "(bench.core.runs.stratified's beta; 2/3 with the baseline's two replicates compares a method's run "
+                   "with the mean of the baseline's three), in place of --variances")
     args = p.parse_args()
     from bench.core import runs
 
@@ -47,9 +51,11 @@ def main() -> None:
     for method in args.methods:
         runs.stratified = rule
         solved = deciding_line(method, args.folder, args.fresh_from)
-        runs.stratified = functools.partial(rule, variances=args.variances)
+        name = args.variances if args.beta is None else f"beta {args.beta:g}"
+        runs.stratified = functools.partial(rule, **({"variances": args.variances} if args.beta is None else
+                                                     {"beta": args.beta}))
         variant = deciding_line(method, args.folder, args.fresh_from)
-        print(f"{method}\n  solved: {solved}\n  {args.variances}:  {variant}")
+        print(f"{method}\n  solved: {solved}\n  {name}:  {variant}")
     runs.stratified = rule
 
 

@@ -127,6 +127,18 @@ def test_the_bound_on_the_controls_variances_is_never_below_the_solved_ones():
     with pytest.raises(ValueError, match="one of solved, bound"):
         stratified(diffs, controls=controls, variances="pooled")
 
+
+def test_a_fixed_slope_is_the_plain_rule_on_the_corrected_differences_at_every_look():
+    """beta=b: each difference d - b x, then the plain rule (nothing fitted, no degree of freedom paid), from the
+    first look on; without controls beta changes nothing."""
+    rng = np.random.default_rng(3)
+    for seeds in (3, CONTROL_FROM, 9):
+        diffs = {s: list(rng.standard_normal(seeds) * (1 + k)) for k, s in enumerate("abc")}
+        controls = {s: list(rng.standard_normal(seeds)) for s in "abc"}
+        corrected = {s: [d - 2 / 3 * x for d, x in zip(diffs[s], controls[s])] for s in "abc"}
+        assert stratified(diffs, (3, 10), controls=controls, beta=2 / 3) == stratified(corrected, (3, 10))
+        assert stratified(diffs, (3, 10), beta=2 / 3) == stratified(diffs, (3, 10))
+
 def _controlled_trial(rng, plan, rho, sources=6, replicates=2):
     """One A/A comparison with the baseline's replicates as control, grown until decided: the method's run shares a
     part ``rho`` of the baseline run's noise (its student seeds), sources differ in noise; the difference is 0."""

@@ -139,8 +139,8 @@ def control_leverage(controls: Mapping[str, Sequence[float]]) -> tuple[np.ndarra
 
 
 def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | None = None, level: float = LEVEL,
-               controls: Mapping[str, Sequence[float]] | None = None, variances: str = "solved"
-               ) -> tuple[float, float, float, int, int, int, int, float, float, bool]:
+               controls: Mapping[str, Sequence[float]] | None = None, variances: str = "solved",
+               beta: float | None = None) -> tuple[float, float, float, int, int, int, int, float, float, bool]:
     """RunsDelta's numbers from per-source lists of per-run differences, each list in seed order and of one
     length (whole seeds, at least 2): estimate, low, high, runs, seeds, sources, df, sd, boundary, decided.
 
@@ -157,12 +157,21 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
     ``variances``: "solved", the rule (the equations above, a negative solution taken as 0), or "bound", each
     v_s as RSS_s / (seeds − 1 − 2 h_s), which drops the other sources' share and so is never below the solved
     one (nor, in expectation, below v_s). Its Welch df follows its variances and can rise, so its interval is
-    not always the wider one. A variant the rule does not use, measured by benchmarks/aa_test.py --variances."""
+    not always the wider one. A variant the rule does not use, measured by benchmarks/aa_test.py --variances.
+
+    ``beta``: a fixed slope in place of the fitted one, at every look (a variant the rule does not use, measured by
+    benchmarks/aa_test.py --beta and benchmarks/rule_variant.py --beta). Nothing is fitted, so each corrected
+    difference d − β x has the difference's mean (x's is 0) and the plain rule applies to them as they are: its
+    error rate is the plain rule's, whatever the runs' tails. β = R / (R + 1), R the replicates x averages, compares
+    the method's run with the mean of all R + 1 of the baseline's runs."""
     seeds, sources = len(next(iter(diffs.values()))), len(diffs)
     n = seeds * sources
     d = {s: np.asarray(v, dtype=np.float64) for s, v in diffs.items()}
     dof = np.full(sources, seeds - 1.0)   # each source's variance's degrees of freedom
     leverage, sxx, x_mean = np.zeros(sources), 0.0, 0.0
+    if controls is not None and beta is not None:   # fixed: the plain rule on the corrected differences
+        d = {s: d[s] - beta * np.asarray(controls[s], dtype=np.float64) for s in d}
+        controls = None
     fit = control_leverage({s: controls[s] for s in d}) if controls is not None else None
     if fit is not None:
         x = {s: np.asarray(controls[s], dtype=np.float64) for s in d}
