@@ -24,6 +24,7 @@ three runs: an outlier X becomes 0.82 X and two of -0.41 X after scaling, and th
 
     python benchmarks/aa_test.py FOLDER [--method naive] [--seeds-per-comparison 3] [--comparisons 400]
     python benchmarks/aa_test.py FOLDER --sequential --control --fresh --comparisons 10000
+    python benchmarks/aa_test.py FOLDER --sequential --control --beta 0.5      # a fixed slope for the control
     python benchmarks/aa_test.py FOLDER --shape     # per source: the pool's run SD and its runs' excess kurtosis
 """
 from __future__ import annotations
@@ -121,6 +122,8 @@ def main() -> None:
     p.add_argument("--shape", action="store_true", help="per source: the run SD (a cell's runs' SD, pooled over its "
                    "seeds: control_variate.py --spreads) and the excess kurtosis of the runs' deviations from their cell's mean")
     args = p.parse_args()
+    if (args.beta is not None or args.variances != "solved") and not args.control:
+        raise SystemExit("--beta and --variances change the control: give --control with them")
     runs, looks = pool(args.folder, args.method)
     sources = sorted({s for _, s in runs})
     if args.shape:

@@ -3,7 +3,7 @@ prints it, with the rule's variances ("solved") and with a variant of bench.core
 "bound" variances, or (--beta) a fixed slope for the control.
 
     python benchmarks/rule_variant.py extra-seeds/mini-v2/tiny-lr3e-4 ceiling anchor-mid_lam=1.0_layers=mid \
-        probe_epochs=1_lr=0.001 [--fresh-from 3] [--variances bound]
+        probe_epochs=1_lr=0.001 [--fresh-from 3] [--variances bound | --beta 0.6666666666666666]
 
 Each METHOD is compared with naive over the folder's runs (`bench compare METHOD naive --out FOLDER`); the variant
 is put in place of the rule for this process only (the harness's rule is unchanged).
