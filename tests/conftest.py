@@ -27,7 +27,7 @@ os.environ["SHIFTBENCH_CACHE"] = _KEPT_CACHE or os.path.join(os.environ["SHIFTBE
 # here, where their output and monkeypatches are seen (tests/test_sweep_executors.py runs workers).
 os.environ.setdefault("SHIFTBENCH_JOBS", "1")
 # One torch thread in each of the suite's worker processes (and the commands they run, which inherit it): the
-# workers take the cores, and a tiny model's second thread costs more CPU than it saves.
+# workers take the cores, and a tiny model's second thread buys little speed for the CPU it takes.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["OMP_NUM_THREADS"] = "1"
 

@@ -162,8 +162,8 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
     ``beta``: a fixed slope in place of the fitted one, at every look (a variant the rule does not use, measured by
     benchmarks/aa_test.py --beta and benchmarks/rule_variant.py --beta). Nothing is fitted, so each corrected
     difference d − β x has the difference's mean (x's is 0) and the plain rule applies to them as they are, with no
-    degree of freedom paid; its error rate is the plain rule's on values spread otherwise than d's. β = R / (R + 1), R the replicates x averages, compares
-    the method's run with the mean of all R + 1 of the baseline's runs."""
+    degree of freedom paid; its error rate is the plain rule's on values spread otherwise than d's. β = R / (R + 1),
+    R the replicates x averages, compares the method's run with the mean of all R + 1 of the baseline's runs."""
     seeds, sources = len(next(iter(diffs.values()))), len(diffs)
     n = seeds * sources
     d = {s: np.asarray(v, dtype=np.float64) for s, v in diffs.items()}
