@@ -36,12 +36,12 @@ def small_runs(tmp_path_factory, protocol, models, runs=RUNS) -> SmallRuns:
     """``runs`` (method, params), or (method, params, seeds) for a method run on other seeds than the protocol's, or
     (method, params, seeds, replicate) for a replicate of it, of ``protocol`` x ``models`` and their submissions, made
     once per run of the suite: in the folder its worker processes share ($SHIFTBENCH_SUITE_DIR, tests/conftest.py),
-    by the first worker to ask, under a lock that the others wait on. ``tmp_path_factory``: where they go outside a
-    suite (a test module run on its own by other means)."""
+    by the first worker to ask, under a lock that the others wait on (bench.core.locks.made_once).
+    ``tmp_path_factory``: where they go outside a suite (a test module run on its own by other means)."""
     import hashlib
     import os
 
-    from bench.core.locks import file_lock, lock_path
+    from bench.core.locks import made_once
     from bench.core.settings import RunSettings, default_cache_dir
     from bench.stages import pipeline
     from bench.submissions.pack import submit
@@ -49,27 +49,27 @@ def small_runs(tmp_path_factory, protocol, models, runs=RUNS) -> SmallRuns:
     key = f"{protocol.name}-" + hashlib.sha256(repr((protocol, models, runs)).encode()).hexdigest()[:16]
     if key in _made:
         return _made[key]
-    base = Path(os.environ.get("SHIFTBENCH_SUITE_DIR") or tmp_path_factory.getbasetemp()) / "small-runs"
-    base.mkdir(parents=True, exist_ok=True)
-    folder = base / key
+    folder = Path(os.environ.get("SHIFTBENCH_SUITE_DIR") or tmp_path_factory.getbasetemp()) / "small-runs" / key
     results, submissions, done = folder / "sub_results", folder / "submissions", folder / "done"
-    with file_lock(lock_path(base, key), f"the small runs of {protocol.name}"):
-        if not done.is_file():
-            shutil.rmtree(folder, ignore_errors=True)   # what a worker killed part way left
-            results.mkdir(parents=True)
-            submissions.mkdir()
-            cache = default_cache_dir()   # the suite's (tests/conftest.py): a teacher another test trained is reused
-            for method, params, *seeds in runs:
-                replicate = seeds[1] if len(seeds) > 1 else 0
-                pipeline.run(RunSettings(protocol, models, method, params, list(protocol.datasets),
-                                         list(seeds[0] if seeds else protocol.seeds), results, cache,
-                                         command=f"bench run --method {method}" + (f" --replicate {replicate}" if
-                                                                                   replicate else ""),
-                                         replicate=replicate))
-            # as folders of files, which the tests that damage a cell's file edit (tests/test_store.py: the store)
-            submit([results], submissions, submitter="test suite", command="bench submit results",
-                   protocols={protocol.name: protocol}, model_pairs={models.name: models}, folders=True)
-            done.write_text("made\n")
+
+    def make(_scratch: Path) -> None:
+        shutil.rmtree(folder, ignore_errors=True)   # what a worker killed part way left
+        results.mkdir(parents=True)
+        submissions.mkdir()
+        cache = default_cache_dir()   # the suite's (tests/conftest.py): a teacher another test trained is reused
+        for method, params, *seeds in runs:
+            replicate = seeds[1] if len(seeds) > 1 else 0
+            pipeline.run(RunSettings(protocol, models, method, params, list(protocol.datasets),
+                                     list(seeds[0] if seeds else protocol.seeds), results, cache,
+                                     command=f"bench run --method {method}" + (f" --replicate {replicate}" if
+                                                                               replicate else ""),
+                                     replicate=replicate))
+        # as folders of files, which the tests that damage a cell's file edit (tests/test_store.py: the store)
+        submit([results], submissions, submitter="test suite", command="bench submit results",
+               protocols={protocol.name: protocol}, model_pairs={models.name: models}, folders=True)
+        done.write_text("made\n")   # last: what made_once checks
+
+    made_once(folder, lambda _: done.is_file(), make, f"the small runs of {protocol.name}")
     _made[key] = SmallRuns(results, submissions, {protocol.name: protocol}, {models.name: models})
     return _made[key]
 
