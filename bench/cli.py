@@ -125,8 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--until-decided", action="store_true",
                          help="run more seeds of both methods, a batch at a time, until their NTS (--metric: or BoN "
                               "NTS) difference is decided or known to ±--precision points, or --budget is spent (a protocol seeded per "
-                              "source, whose sequential boundaries keep the 95%% however early it stops; resumable). The second "
-                              "method's replicates in the folder (B#1, ...: bench run --replicate) run too, each run's control")
+                              "source, whose sequential boundaries keep the 95%% however early it stops; resumable)")
     compare.add_argument("--fresh-from", type=parse_seed, default=0, metavar="SEED",
                          help="leave out the seeds below SEED: they chose this comparison (e.g. the zoo's best three by "
                               "NTS at the protocol's seeds 0 1 2: --fresh-from 3), and runs that chose a method because "
@@ -170,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument("results", nargs="+", type=Path,
                         help="results folders of bench run (e.g. results, or results/mini/tiny/naive); naive's "
                              "replicates among them (naive#1, ...: bench run --replicate) go into naive's submission, "
-                             "as the controls of the board's comparisons against it")
+                             "its A/A runs (benchmarks/aa_test.py)")
     submit.add_argument("--out", type=Path, default=Path("submissions"), help="submissions root (default: ./submissions)")
     submit.add_argument("--submitter", help="who submits (default: git config user.name, else the login name)")
     submit.add_argument("--force", action="store_true", help="replace submissions that already exist")

@@ -12,7 +12,11 @@ Comparisons drawn from one pool share runs, so they are not independent: the fal
 Monte Carlo error is shown two ways, the binomial one over the comparisons (too small) and one from
 resampling the pool's seeds (the draws repeated on bootstrap copies of the pool's seeds).
 With --control each run's difference is corrected by the cell's other replicates (their mean minus B: the
-control bench compare takes from the baseline's replicates, bench.core.runs.stratified); it needs 3 replicates.
+control the rule took from the baseline's replicates until 2026-12-07, from bench.core.runs.VARIANT_CONTROL_FROM
+seeds; the rule now applies none); it needs 3 replicates.
+With --symmetric each comparison first reflects every cell's runs about their mean with probability 1/2: each cell
+keeps its spread and the size of its outlying runs, and loses the sign of its skew (what the control carries into a
+difference and two alike runs cancel).
 With --sequential the comparison instead grows seed by seed from the plan's first look and stops at
 the first look that decides (what bench compare --until-decided does): the rate that matters for it.
 With --fresh each comparison instead draws a pool of its own, three runs a cell with or without --control (so
@@ -25,7 +29,9 @@ three runs: an outlier X becomes 0.82 X and two of -0.41 X after scaling, and th
     python benchmarks/aa_test.py FOLDER [--method naive] [--seeds-per-comparison 3] [--comparisons 400]
     python benchmarks/aa_test.py FOLDER --sequential --control --fresh --comparisons 10000
     python benchmarks/aa_test.py FOLDER --sequential --control --beta 0.5      # a fixed slope for the control
-    python benchmarks/aa_test.py FOLDER --shape     # per source: the pool's run SD and its runs' excess kurtosis
+    python benchmarks/aa_test.py FOLDER --sequential [--control] --symmetric --comparisons 10000   # the skew taken out
+    python benchmarks/aa_test.py FOLDER --sequential --control --control-from 10   # the control from 10 seeds
+    python benchmarks/aa_test.py FOLDER --shape     # per source: the pool's run SD, its runs' skewness and kurtosis
 """
 from __future__ import annotations
 
@@ -40,8 +46,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import bench.core.runs  # noqa: E402
 from bench.core.cells import load_cells  # noqa: E402
-from bench.core.runs import cell_value, stratified  # noqa: E402
+from bench.core.runs import VARIANT_CONTROL_FROM, cell_value, stratified  # noqa: E402
 
 DRAW_SEED = 20261202
 
@@ -99,6 +106,11 @@ def fresh_pool(spread: dict[str, np.ndarray], seeds: int, replicates: int, rng) 
             for s, values in spread.items()}
 
 
+def symmetrized(runs: dict, rng) -> dict:
+    """The pool with each cell's runs reflected about their mean with probability 1/2 (--symmetric)."""
+    return {key: [2 * float(np.mean(v)) - x for x in v] if rng.random() < 0.5 else list(v) for key, v in runs.items()}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", type=Path)
@@ -119,11 +131,24 @@ def main() -> None:
                         "stratified's beta); 0.5 compares A with the mean of B and the cell's other run")
     p.add_argument("--fresh", action="store_true", help="each comparison on a fresh pool drawn from the pool's run "
                    "deviations, per source (independent comparisons: the binomial SE is the Monte Carlo error)")
+    p.add_argument("--symmetric", action="store_true", help="each comparison on the pool with each cell's runs "
+                   "reflected about their mean with probability 1/2: the runs' skew taken out, their spread and outliers "
+                   "kept (independent comparisons)")
+    p.add_argument("--control-from", type=int, default=VARIANT_CONTROL_FROM, metavar="SEEDS",
+                   help="with --control: apply it from this many seeds (default: the seeds it waited for as the rule)")
     p.add_argument("--shape", action="store_true", help="per source: the run SD (a cell's runs' SD, pooled over its "
-                   "seeds: control_variate.py --spreads) and the excess kurtosis of the runs' deviations from their cell's mean")
+                   "seeds: control_variate.py --spreads) and the skewness and excess kurtosis of the runs' deviations "
+                   "from their cell's mean")
     args = p.parse_args()
     if (args.beta is not None or args.variances != "solved") and not args.control:
         raise SystemExit("--beta and --variances change the control: give --control with them")
+    if args.symmetric and (args.fresh or not args.sequential):
+        raise SystemExit("--symmetric draws its own pool per comparison from the committed one: give --sequential, "
+                         "without --fresh")
+    if args.control:   # the rule applies no control: measured as a variant, from the seeds it waited for
+        bench.core.runs.CONTROL_FROM = args.control_from
+    elif args.control_from != VARIANT_CONTROL_FROM:
+        raise SystemExit("--control-from changes the control: give --control with it")
     runs, looks = pool(args.folder, args.method)
     sources = sorted({s for _, s in runs})
     if args.shape:
@@ -132,8 +157,8 @@ def main() -> None:
             deviations = np.concatenate([v - v.mean() for v in cells])
             sd = math.sqrt(sum(float(np.sum((v - v.mean()) ** 2)) for v in cells) / sum(len(v) - 1 for v in cells))
             z = deviations / deviations.std()
-            print(f"{s}: {len(cells)} cells, run SD {sd:.2f}, excess kurtosis {float(np.mean(z ** 4)) - 3:+.1f}, "
-                  f"largest deviation {float(np.abs(z).max()):.1f} SDs")
+            print(f"{s}: {len(cells)} cells, run SD {sd:.2f}, skewness {float(np.mean(z ** 3)):+.2f}, excess kurtosis "
+                  f"{float(np.mean(z ** 4)) - 3:+.1f}, largest deviation {float(np.abs(z).max()):.1f} SDs")
         return
     need = 3 if args.control else 2
     seeds = sorted(seed for seed in {j for j, _ in runs} if all(len(runs.get((seed, s), ())) >= need for s in sources))
@@ -155,6 +180,17 @@ def main() -> None:
               f"{k if not args.sequential else f'up to {plan[1]}'} seeds "
               f"({'sequential, stopped when decided' if args.sequential else 'fixed sample' if args.fixed else f'look at {k} seeds of plan {plan}'}"
               f"{', the other replicates as control' if args.control else ''}"
+              f"{(', beta %g' % args.beta if args.beta is not None else ', variances ' + args.variances) if args.control else ''})")
+        print(f"decided (false positives): {100 * fpr:.2f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.2f})")
+        return
+
+    if args.symmetric:
+        hits = [one_comparison(symmetrized(runs, rng), seeds, sources, rng, k, plan, True, args.control,
+                               args.variances, args.beta) for _ in range(args.comparisons)]
+        fpr = float(np.mean(hits))
+        print(f"A/A on {args.method}'s pool ({len(seeds)} seeds x {len(sources)} sources), each cell's runs reflected "
+              f"about their mean with probability 1/2 per comparison: {args.comparisons} comparisons of up to {plan[1]} "
+              f"seeds (sequential, stopped when decided{', the other replicates as control' if args.control else ''}"
               f"{(', beta %g' % args.beta if args.beta is not None else ', variances ' + args.variances) if args.control else ''})")
         print(f"decided (false positives): {100 * fpr:.2f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.2f})")
         return

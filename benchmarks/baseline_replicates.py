@@ -10,7 +10,7 @@ fixed-sample ±1 interval would need at each, (1.96 sd)²:
   - "all":      M − mean(naive, naive#1, ...)   (every naive run of the cell)
   - "others":   M − mean(naive#1, ...)          (the runs M shares no seed with)
   - "control":  (M − naive) − β (mean(naive#1, ...) − naive), β fitted by least squares within sources
-                (bench.core.runs.stratified's controls, as bench compare applies them from CONTROL_FROM seeds):
+                (bench.core.runs.stratified's controls, as the rule applied them until 2026-12-07):
                 the replicates' A/A difference has mean 0 by construction, so it is a control variate
                 (any fixed β leaves the estimate unbiased), and the fitted one removes the part of the
                 paired difference's noise that is naive's own run's. Never worse than "paired" but for
@@ -55,7 +55,7 @@ def values(folders: list[Path], metric: str) -> dict[str, dict[tuple[int, str], 
 def sd_of(diffs: dict[tuple[int, str], float], controls: dict[tuple[int, str], float] | None = None
           ) -> tuple[float, int, int] | None:
     """(run SD as bench.core.runs.stratified reports it, runs, whole seeds) of per-cell differences, on whole seeds
-    only; with ``controls``, corrected by them as the harness does (from CONTROL_FROM seeds, the slope paid for)."""
+    only; with ``controls``, corrected by them as the rule did until 2026-12-07 (from --control-from seeds, the slope paid for)."""
     sources = sorted({s for _, s in diffs})
     seeds = sorted(j for j in {j for j, _ in diffs} if all((j, s) in diffs for s in sources))
     if len(seeds) < 2:
@@ -70,9 +70,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folders", type=Path, nargs="+")
     p.add_argument("--metric", default="nts", choices=["nts", "aog", "wrg"])
-    p.add_argument("--control-from", type=int, default=runs_module.CONTROL_FROM, metavar="SEEDS",
-                   help="apply the control from this many seeds (the harness's: bench.core.runs.CONTROL_FROM); "
-                        "lower it to measure what the control would buy on fewer seeds")
+    p.add_argument("--control-from", type=int, default=runs_module.VARIANT_CONTROL_FROM, metavar="SEEDS",
+                   help="apply the control from this many seeds (as the rule did until 2026-12-07: "
+                        "bench.core.runs.VARIANT_CONTROL_FROM; the rule now applies none); lower it to measure what "
+                        "the control would buy on fewer seeds")
     args = p.parse_args()
     runs_module.CONTROL_FROM = args.control_from
     runs = values(args.folders, args.metric)

@@ -11,7 +11,8 @@ It prints both false-positive rates with their binomial SE, the comparisons only
 width of the two intervals at the last look (what the control buys).
 With --width-at S1 S2 ... it prints instead, per seed count, how often the deciding interval at that look of the
 plan --looks would be wider with the control applied than without (the control forced on at any seed count:
-why the harness applies it from bench.core.runs.CONTROL_FROM seeds only), and the median width ratio.
+why it waited for bench.core.runs.VARIANT_CONTROL_FROM seeds), and the median width ratio. The rule applies no
+control (docs/statistics.md, "The control, measured and dropped"); this measures it as a variant.
 
     python benchmarks/control_variate.py [--rho 0 0.8] [--comparisons 10000] [--looks 3 10] [--replicates 2]
     python benchmarks/control_variate.py --width-at 3 5 10 --looks 3 20 --rho 0 --comparisons 1000
@@ -74,8 +75,10 @@ def main() -> None:
     p.add_argument("--width-at", type=int, nargs="+", metavar="SEEDS")
     p.add_argument("--spreads", type=float, nargs="+", metavar="SD", help="each source's run SD (default: drawn)")
     args = p.parse_args()
+    # the rule applies no control: this measures it as a variant, from the seeds it waited for (or, --width-at, from
+    # any seed count: what applying it there would do)
+    runs_module.CONTROL_FROM = 2 if args.width_at else runs_module.VARIANT_CONTROL_FROM
     if args.width_at:
-        runs_module.CONTROL_FROM = 2   # forced on: what applying it at these seed counts would do
         print(f"{args.comparisons} comparisons per row, plan {args.looks[0]}..{args.looks[1]} seeds, 6 sources (SDs "
               f"from 1 to 5), {args.replicates} replicates; seed {DRAW_SEED}")
         for rho in args.rho:

@@ -1,12 +1,13 @@
-"""The reference decisions under a variant of the rule: each comparison's deciding interval on NTS as `bench compare`
-prints it, with the rule's variances ("solved") and with a variant of bench.core.runs.stratified side by side: its
-"bound" variances, or (--beta) a fixed slope for the control.
+"""The reference decisions under variants of the rule: each comparison's deciding interval on NTS as `bench compare`
+prints it, under the rule (no control), under the control the rule applied until 2026-12-07 (naive's replicates from
+bench.core.runs.VARIANT_CONTROL_FROM seeds, variances "solved"), and under a variant of that control: its "bound"
+variances, or (--beta) a fixed slope.
 
     python benchmarks/rule_variant.py extra-seeds/mini-v2/tiny-lr3e-4 ceiling anchor-mid_lam=1.0_layers=mid \
         probe_epochs=1_lr=0.001 [--fresh-from 3] [--variances bound | --beta 0.6666666666666666]
 
-Each METHOD is compared with naive over the folder's runs (`bench compare METHOD naive --out FOLDER`); the variant
-is put in place of the rule for this process only (the harness's rule is unchanged).
+Each METHOD is compared with naive over the folder's runs (`bench compare METHOD naive --out FOLDER`); the control and
+its variant are put in place of the rule for this process only (the harness's rule is unchanged).
 """
 from __future__ import annotations
 
@@ -47,16 +48,19 @@ def main() -> None:
     args = p.parse_args()
     from bench.core import runs
 
-    rule = runs.stratified
-    for method in args.methods:
-        runs.stratified = rule
-        solved = deciding_line(method, args.folder, args.fresh_from)
-        name = args.variances if args.beta is None else f"beta {args.beta:g}"
-        runs.stratified = functools.partial(rule, **({"variances": args.variances} if args.beta is None else
-                                                     {"beta": args.beta}))
-        variant = deciding_line(method, args.folder, args.fresh_from)
-        print(f"{method}\n  solved: {solved}\n  {name}:  {variant}")
-    runs.stratified = rule
+    rule, control_from = runs.stratified, runs.CONTROL_FROM
+    name = args.variances if args.beta is None else f"beta {args.beta:g}"
+    variants = (("the rule", control_from, rule), ("control", runs.VARIANT_CONTROL_FROM, rule),
+                (name, runs.VARIANT_CONTROL_FROM, functools.partial(
+                    rule, **({"variances": args.variances} if args.beta is None else {"beta": args.beta}))))
+    try:
+        for method in args.methods:
+            print(method)
+            for label, control, stratified in variants:
+                runs.stratified, runs.CONTROL_FROM = stratified, control
+                print(f"  {label}: {deciding_line(method, args.folder, args.fresh_from)}")
+    finally:
+        runs.stratified, runs.CONTROL_FROM = rule, control_from
 
 
 if __name__ == "__main__":

@@ -81,9 +81,9 @@ BOARD_COLUMNS = [
            "method hold, and the seeds they span ('30 runs (5 seeds)'); '18 runs (3 of 5 seeds)' where the submission "
            "holds more seeds than naive (a comparison grown until decided, bench compare --until-decided); ', from seed 3' "
            "where the seeds before it chose the method (the zoo's best three: bench submit --fresh-from), so they are "
-           "left out of its Δ; ', 2 control replicates' where naive's replicates corrected each run's difference (from "
-           "5 seeds, where its submission holds them too: docs/statistics.md); on naive's own row the runs and seeds it "
-           "holds, and its replicates", False, True, RUNS),
+           "left out of its Δ; each run's difference is taken as it is (naive's replicates, its A/A runs, correct "
+           "nothing: docs/statistics.md); on naive's own row the runs and seeds it holds, and its replicates", False,
+           True, RUNS),
     Column("Δ 95% CI", "Bootstrap 95% interval of Δ NTS vs naive (over the seeds every submission of the group "
            "holds, or from the seed 'runs' names)", True, False),
     Column("NTS 95% CI", "NTS's " + _CI, True, True),

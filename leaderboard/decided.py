@@ -4,8 +4,9 @@ starts without bootstrapping them: ``Board.decisions`` of a group and scope is a
 - the group's validation outcomes: each submission's key in the record (``Validation.digest``: the sha256 of its
   files and of everything its validation depends on), its name and whether it passes (a check across
   submissions may refuse it after its own validation), and
-- the code that decides (``DECISION_CODE``, by ``bench.core.versions.code_version``) and the numpy, scipy and
-  pandas it runs on,
+- the code that decides (``DECISION_CODE``, by ``bench.core.versions.code_version``), the rule's setting a process
+  may change (``bench.core.runs.CONTROL_FROM``: a benchmark measuring the control as a variant sets it) and the
+  numpy, scipy and pandas it runs on,
 
 so ``key`` hashes exactly these, and an entry is used only under its key. A group holding a submission that is
 not in the record (an upload being previewed) has no key: its decisions are computed, never stored.
@@ -40,12 +41,13 @@ DECISION_CODE = ("leaderboard.board", "leaderboard.decided", "bench.core.compare
 def key(group: list[Validation], scope: tuple) -> str | None:
     """The key of a group's decisions in ``scope`` (protocol, models, category, source); None when a submission of
     the group was not validated through the record."""
+    from bench.core import runs
     from bench.core.versions import code_version
 
     if not group or any(not v.digest for v in group):
         return None
     return hashlib.sha256(json.dumps({
-        "format": FORMAT, "code": code_version(DECISION_CODE), "scope": list(scope),
+        "format": FORMAT, "code": code_version(DECISION_CODE), "control_from": runs.CONTROL_FROM, "scope": list(scope),
         "packages": {name: version(name) for name in ("numpy", "scipy", "pandas")},
         "submissions": sorted([v.key, v.digest, v.ok] for v in group),
     }, sort_keys=True).encode()).hexdigest()

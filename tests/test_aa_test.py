@@ -24,3 +24,17 @@ def test_fresh_pools_keep_each_sources_run_spread_and_are_drawn_anew():
     assert sorted(first) == sorted((seed, s) for seed in range(20) for s in spreads)
     assert all(len(v) == 3 for v in first.values())
     assert first != second
+
+
+def test_a_symmetrized_pool_keeps_each_cells_mean_and_spread_and_flips_its_skew_at_random():
+    """--symmetric: each cell's runs as they are or reflected about their mean, about half of each; a skewed pool's
+    cells come out skewed one way or the other, so the pool's skew is gone."""
+    rng = np.random.default_rng(9)
+    runs = {(seed, "s"): [10.0, 10.0, 1.0] for seed in range(2000)}   # one run down: skewed
+    flipped = aa.symmetrized(runs, rng)
+    assert sorted(flipped) == sorted(runs)
+    for v in flipped.values():
+        assert np.mean(v) == pytest.approx(7.0) and np.std(v) == pytest.approx(np.std([10.0, 10.0, 1.0]))
+        assert sorted(v) in ([1.0, 10.0, 10.0], [4.0, 4.0, 13.0])
+    share = np.mean([max(v) == 13.0 for v in flipped.values()])
+    assert 0.45 < share < 0.55

@@ -1,14 +1,17 @@
 """The baseline's replicates as each run's control (bench.core.runs, bench.core.stats.Board.runs_delta,
-bench.core.compare): where they ran every cell of a comparison's seeds they correct it, they never decide which
-seeds a board holds, and the decision says it rests on them."""
+bench.core.compare). The rule applies no control (bench.core.runs.CONTROL_FROM None): the replicates a board holds
+or is given correct nothing. A variant that sets CONTROL_FROM (the benchmarks that measure it): where they ran every
+cell of a comparison's seeds they correct it, they never decide which seeds a board holds, and the decision says it
+rests on them."""
 import dataclasses
 
 import numpy as np
 import pytest
 
+import bench.core.runs
 from bench.core.cells import cell_from_scores
 from bench.core.compare import deciding_interval
-from bench.core.runs import runs_delta
+from bench.core.runs import VARIANT_CONTROL_FROM, runs_delta
 from bench.core.stats import Board
 
 SOURCES = ("p/a", "p/b")
@@ -48,7 +51,27 @@ def of(cells, method, seeds=range(6)):
     return [c for c in cells if c.method == method and c.seed in seeds]
 
 
-def test_replicates_that_ran_every_cell_correct_the_difference(runs):
+@pytest.fixture
+def variant(monkeypatch):
+    """The control as a variant applies it (and as the rule did until 2026-12-07): from VARIANT_CONTROL_FROM seeds."""
+    monkeypatch.setattr(bench.core.runs, "CONTROL_FROM", VARIANT_CONTROL_FROM)
+
+
+def test_the_rule_corrects_nothing_by_the_replicates(runs):
+    """Given or held, naive's replicates leave the rule's interval the plain one, and the decision does not name them."""
+    five = range(5)
+    plain = runs_delta(of(runs, "m", five), of(runs, "naive", five))
+    given = runs_delta(of(runs, "m", five), of(runs, "naive", five),
+                       controls=[of(runs, "naive#1", five), of(runs, "naive#2", five)])
+    assert bench.core.runs.CONTROL_FROM is None and given == plain and given.controls == 0
+    rows = Board([c for c in runs if c.seed < 5], n_boot=50)
+    assert rows.replicates_of("naive") == ["naive#1", "naive#2"] and rows.runs_delta("m", "naive") == plain
+    decision = deciding_interval(rows, "m", "naive", "nts", None, None, rows.compare("m", "naive").deltas["nts"])
+    assert decision.controls == 0 and decision.rests_on == "10 runs (5 seeds)"
+    assert (decision.low, decision.high, decision.estimate) == (plain.low, plain.high, plain.estimate)
+
+
+def test_replicates_that_ran_every_cell_correct_the_difference(runs, variant):
     five = range(5)
     plain = runs_delta(of(runs, "m", five), of(runs, "naive", five))
     both = runs_delta(of(runs, "m", five), of(runs, "naive", five),
@@ -60,7 +83,7 @@ def test_replicates_that_ran_every_cell_correct_the_difference(runs):
     assert runs_delta(of(runs, "m", range(4)), of(runs, "naive", range(4)), controls=[of(runs, "naive#1")]).controls == 0
 
 
-def test_a_replicate_scored_by_another_teacher_is_not_a_control(runs):
+def test_a_replicate_scored_by_another_teacher_is_not_a_control(runs, variant):
     five = range(5)
     other = [dataclasses.replace(c, eval_sets=tuple(dataclasses.replace(e, teacher=1 - e.teacher) for e in c.eval_sets))
              if (c.seed, c.source) == (2, SOURCES[0]) else c for c in of(runs, "naive#1", five)]
@@ -68,7 +91,7 @@ def test_a_replicate_scored_by_another_teacher_is_not_a_control(runs):
     assert found.controls == 1
 
 
-def test_a_board_uses_the_replicates_it_holds_or_is_given_and_keeps_its_seeds(runs):
+def test_a_board_uses_the_replicates_it_holds_or_is_given_and_keeps_its_seeds(runs, variant):
     """As rows (bench report on a results folder) or as controls only (bench compare A naive): the same
     decision, which names them; given as controls they do not narrow the seeds the board holds."""
     rows = Board([c for c in runs if c.seed < 5], n_boot=50)

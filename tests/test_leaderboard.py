@@ -577,12 +577,11 @@ def test_each_decision_names_the_plan_it_was_made_under(reference):
     named = dict(found.plans)
     decided = [*found.better, *found.worse]
     assert set(named) == {*decided, "the ceiling"}
-    for name, plan in named.items():   # every listed comparison's first version under the control rule is v2 or v3
+    for name, plan in named.items():   # the rule (no control) is v1's: v2 and v3 fixed the control, now dropped
         listed = any(c.a.split("_")[0] == name.split(" ")[0] for p in plans for c in p.comparisons) or \
             name == "the ceiling"
-        assert bool(plan) == listed and (not plan or plan.startswith(("mini-v2-reference v2 ", "mini-v2-reference v3 ")))
-    assert named["warm"] == "mini-v2-reference v3 (fixed 2026-12-03)"   # chosen on seeds 0-2, listed before its fresh looks
-    assert "anchor-mid, length, probe decided in no plan: post hoc" in found.rule()
+        assert bool(plan) == listed and (not plan or plan == "mini-v2-reference v1 (fixed 2026-12-02)")
+    assert "length, probe decided in no plan: post hoc" in found.rule()
     assert "Plans (plans/" not in core.verdict(reference, mini_tiny(reference)).rule()
 
 

@@ -347,10 +347,11 @@ def test_fresh_from_is_the_first_seed_after_the_protocols_own(fresh_root, fresh_
         resubmit(fresh_runs, tmp_path / "alone", FRESH, fresh_from=1, seeds=[0])
 
 
-def test_naives_replicates_correct_the_boards_differences(fresh_root, fresh_runs, tmp_path, monkeypatch):
+def test_naives_replicates_are_carried_and_correct_what_the_rule_says(fresh_root, fresh_runs, tmp_path, monkeypatch):
     """naive's submission holds its replicate (cells/replicate1/...), validated as its own cells are, but no row and no
-    part of its summary; from CONTROL_FROM seeds (3 here, to reach it on three seeds) the board corrects each run's Δ
-    against naive by their A/A difference, as bench compare does on the same folder, and says so."""
+    part of its summary. The rule applies no control, so the board's Δ against naive is the plain runs delta, as bench
+    compare's on the same folder; where a variant sets CONTROL_FROM (3 here, to reach it on three seeds) the board
+    corrects each run's Δ by their A/A difference, as bench compare does, and says so."""
     import json
 
     import bench.core.runs
@@ -370,14 +371,20 @@ def test_naives_replicates_correct_the_boards_differences(fresh_root, fresh_runs
     alone = json.loads((tmp_path / "alone" / protocol / models / "naive" / "submission.json").read_text())
     assert (alone["summary"], alone["intervals"]) == (meta["summary"], meta["intervals"])
 
-    monkeypatch.setattr(bench.core.runs, "CONTROL_FROM", 3)
     root = fresh_runs.submissions
+    ruled = core.load_board(root, fresh_runs.protocols, fresh_runs.model_pairs, tmp_path / "cache")
+    cells = {v.submission["slug"]: v.pairs for v in ruled.in_group(protocol, models)}
+    plain = runs_delta(cells[FRESH], cells["naive"], looks=(2, 3))
+    compared, names = board_for(root, [FRESH, "naive"])   # bench compare's, on the same folder
+    assert compared.runs_delta(*names) == plain and plain.controls == 0
+    row = core.ranking(ruled, protocol, models).set_index("method").loc["anchor"]
+    assert row["runs"] == f"{3 * len(sources)} runs (3 seeds)" and row["Δ NTS vs naive"] == pytest.approx(plain.estimate)
+
+    monkeypatch.setattr(bench.core.runs, "CONTROL_FROM", 3)
     board = core.load_board(root, fresh_runs.protocols, fresh_runs.model_pairs, tmp_path / "cache")
     table = core.ranking(board, protocol, models).set_index("method")
     compared, names = board_for(root, [FRESH, "naive"])   # bench compare's, on the same folder
     expected = compared.runs_delta(*names)
-    cells = {v.submission["slug"]: v.pairs for v in board.in_group(protocol, models)}
-    plain = runs_delta(cells[FRESH], cells["naive"], looks=(2, 3))
     assert expected.controls == 1 and expected.estimate != pytest.approx(plain.estimate)
     row = table.loc["anchor"]
     assert row["Δ NTS vs naive"] == pytest.approx(expected.estimate)

@@ -313,6 +313,12 @@ def test_an_unchanged_groups_decisions_are_read_back_exactly_and_a_change_recomp
     assert repr(again.decisions(*group)) == repr(computed) and calls == []
     assert core.ranking(again, protocol=group[0], models=group[1]).to_csv() == \
         core.ranking(first, protocol=group[0], models=group[1]).to_csv()
+    import bench.core.runs  # the rule's setting a benchmark may change is in the key: no decision of another rule
+    monkeypatch.setattr(bench.core.runs, "CONTROL_FROM", 3)
+    core.load_board(root, runs.protocols, runs.model_pairs, cache).decisions(*group)
+    assert calls == [1]
+    monkeypatch.setattr(bench.core.runs, "CONTROL_FROM", None)
+    calls.clear()
 
     flip_one_student_pair(root / "mini-test" / "tiny-test" / "naive" / "cells" / "seed0" / "mini__recipes")
     changed = core.load_board(root, runs.protocols, runs.model_pairs, cache)

@@ -54,9 +54,10 @@ def test_a_replicate_trains_a_new_student_on_the_same_teacher(tmp_path, small_pr
 
 def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, monkeypatch, small_protocol,
                                                        registered_small):
-    """bench compare --until-decided on a protocol seeded per source: runs whole seeds of both methods, and of the
-    baseline's replicate (each run's control), until it stops, says why, and resumes (a second call runs nothing
-    more). Each side's cells of the seeds it adds are checked once (bench.stages.resume), not again as it runs."""
+    """bench compare --until-decided on a protocol seeded per source: runs whole seeds of both methods (not the
+    baseline's replicate: the rule applies no control, so it would correct nothing), until it stops, says why, and
+    resumes (a second call runs nothing more). Each side's cells of the seeds it adds are checked once
+    (bench.stages.resume), not again as it runs."""
     from bench.cli import main
     from bench.core.protocols import PROTOCOLS
     from bench.stages import resume
@@ -78,12 +79,12 @@ def test_until_decided_grows_a_comparison_look_by_look(tmp_path, capsys, monkeyp
             "--precision", "0", "--cache-dir", str(tmp_path / "cache")]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "2 seeds" in printed and "stopped:" in printed and "naive#1 run too" in printed
+    assert "2 seeds" in printed and "stopped:" in printed and "naive#1" not in printed
     looked = 2 if "stopped: decided" in printed.split("3 seeds")[0] else 3
-    for slug in ("naive", "length", "naive#1"):
+    for slug, ran in (("naive", looked), ("length", looked), ("naive#1", 2)):
         seeds = {p.name for p in (out / protocol.name / models.name / slug).iterdir()}
-        assert seeds == {f"seed{s}" for s in range(looked)}
-    assert checked == ["length", "naive", "naive"] * (looked - 2)   # one check per side and look that adds a seed
+        assert seeds == {f"seed{s}" for s in range(ran)}
+    assert checked == ["length", "naive"] * (looked - 2)   # one check per side and look that adds a seed
     assert not (out / protocol.name / models.name / protocol.name).exists()
     from bench.stages.decide import first_result, settings_of
 
@@ -120,7 +121,7 @@ def test_fresh_from_leaves_out_the_seeds_that_chose_the_comparison(tmp_path, cap
         "holds)" in printed and "\n  2 seeds," in printed
     held = {p.name for p in (group / "length").iterdir()}
     assert held == {"seed0", "seed1", "seed2"}   # the plan's looks (2, 3) end at seed 2 (ProtocolSpec.seed_order)
-    assert {p.name for p in (group / "naive#1").iterdir()} == held
+    assert {p.name for p in (group / "naive#1").iterdir()} == {"seed0"}   # a replicate corrects nothing: not grown
     assert {p: p.stat().st_mtime_ns for p in group.glob("*/seed0/*/result.json")} == written   # seed 0 not rerun
     assert main(["compare", "length", "naive", "--out", str(group), "--until-decided", "--fresh-from", "2"]) == 2
     assert "--fresh-from 2 leaves 1 of the seeds a submission of mini-fresh can hold" in capsys.readouterr().err
@@ -253,7 +254,7 @@ def test_a_plan_fixes_the_comparisons_and_rule_and_its_looks_cannot_mix_with_oth
     group = out / protocol.name / models.name
     plan = {"plan": "test-plan", "version": 1, "fixed": "2026-12-06", "protocol": protocol.name, "models": models.name,
             "metric": "nts", "looks": [2, 3], "spending": "obrien-fleming", "level": 0.95, "precision": 1.0,
-            "control": {"baseline": "naive", "from_seeds": 5}, "family": "holm",
+            "control": None, "family": "holm",
             "comparisons": [{"a": "length", "b": "naive", "fresh_from": 0}]}
 
     def compare(given: dict | None, *more: str) -> int:
@@ -267,7 +268,8 @@ def test_a_plan_fixes_the_comparisons_and_rule_and_its_looks_cannot_mix_with_oth
     def refused(why: str, given: dict | None, *more: str) -> bool:
         return compare(given, *more) != 0 and re.search(why, capsys.readouterr().err) is not None
 
-    assert refused("it fixed no control, and this harness corrects each run", {**plan, "control": None})
+    assert refused("it fixed the control from 5 seeds, and this harness applies no control",
+                   {**plan, "control": {"baseline": "naive", "from_seeds": 5}})
     assert refused("its looks are \\[3, 20\\], the protocol's \\[2, 3\\]", {**plan, "looks": [3, 20]})
     assert refused("length − naive is not one of plan test-plan v1 .* Fix:",
                    {**plan, "comparisons": [{"a": "naive#1", "b": "naive"}]})

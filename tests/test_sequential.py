@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from bench.core.runs import CONTROL_FROM, stratified
+import bench.core.runs
+from bench.core.runs import VARIANT_CONTROL_FROM, stratified
 from bench.core.sequential import SequentialPlan, obf_spending, t_boundary, t_quantile, z_boundaries
 
 
@@ -85,10 +86,27 @@ def test_stratified_interval_by_hand():
     assert decided == (low > 0 or high < 0)
 
 
-def test_a_control_corrects_each_difference_by_hand():
-    """stratified with controls, from CONTROL_FROM seeds: β = Sxy / Sxx within sources; each source's variance solved
+@pytest.fixture
+def variant(monkeypatch):
+    """The control as a variant applies it (the rule until 2026-12-07): from VARIANT_CONTROL_FROM seeds."""
+    monkeypatch.setattr(bench.core.runs, "CONTROL_FROM", VARIANT_CONTROL_FROM)
+
+
+def test_the_rule_uses_no_control():
+    """Under the rule (CONTROL_FROM None) controls change nothing, at any look; a fixed slope, asked for, still does."""
+    rng = np.random.default_rng(11)
+    for seeds in (3, 5, 12):
+        diffs = {s: list(rng.standard_normal(seeds) * (1 + k)) for k, s in enumerate("abc")}
+        controls = {s: list(0.7 * np.array(diffs[s]) + rng.standard_normal(seeds)) for s in "abc"}
+        assert bench.core.runs.CONTROL_FROM is None
+        assert stratified(diffs, (3, 20), controls=controls) == stratified(diffs, (3, 20))
+        assert stratified(diffs, (3, 20), controls=controls, beta=0.5) != stratified(diffs, (3, 20))
+
+
+def test_a_control_corrects_each_difference_by_hand(variant):
+    """stratified with controls, from VARIANT_CONTROL_FROM seeds (a variant): β = Sxy / Sxx within sources; each source's variance solved
     from E[RSS_s] = v_s (seeds - 1 - 2 h_s) + h_s sum_t h_t v_t, its df seeds - 1 - h_s; β's variance in the SE."""
-    assert CONTROL_FROM == 5
+    assert VARIANT_CONTROL_FROM == 5
     diffs = {"a": [3.5, 1.0, 1.5, 3.0, 1.0], "b": [1.0, 1.0, 4.0, 2.0, 2.0]}
     controls = {"a": [1.0, 0.0, -1.0, 2.0, -2.0], "b": [1.0] * 5}    # only a's vary: leverage 1 and 0
     # β = (1.5 * 1 + 0 + -0.5 * -1 + 1 * 2 + -1 * -2) / 10 = 0.6; a's residuals 0.9, -1, 0.1, -0.2, 0.2: RSS 1.9
@@ -112,18 +130,18 @@ def test_a_control_corrects_each_difference_by_hand():
     assert bound[0] == estimate and bound[7] == pytest.approx(math.sqrt((1.9 / 2 + 1.5) / 2))
 
 
-def test_the_bound_on_the_controls_variances_is_never_below_the_solved_ones():
+def test_the_bound_on_the_controls_variances_is_never_below_the_solved_ones(variant):
     """variances="bound" drops the other sources' share from each source's RSS, so its SD is never below the solved
     one's (300 random comparisons); where no control is used it is the plain rule; a wrong name is refused."""
     rng = np.random.default_rng(20261207)
     for _ in range(300):
-        seeds = int(rng.integers(CONTROL_FROM, 12))
+        seeds = int(rng.integers(VARIANT_CONTROL_FROM, 12))
         spread = rng.uniform(0.5, 8, 6)
         diffs = {str(s): list(rng.standard_normal(seeds) * spread[s]) for s in range(6)}
         controls = {str(s): list(0.6 * np.array(diffs[str(s)]) + rng.standard_normal(seeds) * spread[s]) for s in range(6)}
         assert stratified(diffs, controls=controls, variances="bound")[7] >= stratified(diffs, controls=controls)[7] - 1e-12
-    few = {k: v[:CONTROL_FROM - 1] for k, v in diffs.items()}
-    assert stratified(few, controls={k: v[:CONTROL_FROM - 1] for k, v in controls.items()}, variances="bound") == stratified(few)
+    few = {k: v[:VARIANT_CONTROL_FROM - 1] for k, v in diffs.items()}
+    assert stratified(few, controls={k: v[:VARIANT_CONTROL_FROM - 1] for k, v in controls.items()}, variances="bound") == stratified(few)
     with pytest.raises(ValueError, match="one of solved, bound"):
         stratified(diffs, controls=controls, variances="pooled")
 
@@ -132,7 +150,7 @@ def test_a_fixed_slope_is_the_plain_rule_on_the_corrected_differences_at_every_l
     """beta=b: each difference d - b x, then the plain rule (nothing fitted, no degree of freedom paid), from the
     first look on; without controls beta changes nothing."""
     rng = np.random.default_rng(3)
-    for seeds in (3, CONTROL_FROM, 9):
+    for seeds in (3, VARIANT_CONTROL_FROM, 9):
         diffs = {s: list(rng.standard_normal(seeds) * (1 + k)) for k, s in enumerate("abc")}
         controls = {s: list(rng.standard_normal(seeds)) for s in "abc"}
         corrected = {s: [d - 2 / 3 * x for d, x in zip(diffs[s], controls[s])] for s in "abc"}
@@ -154,7 +172,7 @@ def _controlled_trial(rng, plan, rho, sources=6, replicates=2):
 
 
 @pytest.mark.parametrize("rho", [0.0, 0.8])
-def test_a_control_keeps_the_error_rate_and_narrows_the_interval(rho):
+def test_a_control_keeps_the_error_rate_and_narrows_the_interval(rho, variant):
     """Corrected by the replicates' A/A difference, A/A comparisons grown until decided still decide at most 5% of
     the time (1,000, within 3 binomial SEs), and a method that shares little of naive's noise gets a narrower
     interval on average (200 draws at 10 seeds): the control removes naive's own run noise from the difference."""

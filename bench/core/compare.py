@@ -154,6 +154,10 @@ def decision_rule(independent: bool) -> str:
     in words."""
     if independent:
         return ("decided when its 95% interval over independent runs, stratified by source, excludes 0 (with the "
+                "protocol's sequential boundary, valid however many seeds were added until it decided; each run's "
+                "difference as it is, without the baseline's replicates as a control: docs/statistics.md)"
+                if CONTROL_FROM is None else
+                "decided when its 95% interval over independent runs, stratified by source, excludes 0 (with the "
                 f"protocol's sequential boundary, valid however many seeds were added until it decided; from {CONTROL_FROM} seeds, "
                 "where the baseline's replicates ran too, each run's difference is corrected by their A/A difference, "
                 "a control variate; docs/statistics.md)")

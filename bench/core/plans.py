@@ -13,9 +13,9 @@ A plan file (``plans/<name>-v<version>.json``):
 
 - ``looks``, ``spending``, ``level``: the sequential boundary (bench.core.sequential): its looks must be the
   protocol's, the rest this harness's.
-- ``control``: the baseline's replicates correct each run's difference from ``from_seeds`` seeds on
-  (bench.core.runs.CONTROL_FROM), or null for a plan fixed without that correction. This harness applies its own
-  rule, so a plan whose rule is not it is refused: its looks were decided by another rule.
+- ``control``: the baseline's replicates correct each run's difference from ``from_seeds`` seeds on, or null for a
+  plan fixed without that correction. This harness applies its own rule (bench.core.runs.CONTROL_FROM: since
+  2026-12-07 no control), so a plan whose rule is not it is refused: its looks were decided by another rule.
 - ``family``: how the comparisons' verdicts are stated together (Holm over the family, beside each alone).
 
 A plan's id is its name, version and the first 12 hex digits of its file's sha256 (``Plan.id``): a plan is
@@ -99,7 +99,7 @@ def read_plans(folder: Path) -> list[Plan]:
 
 
 def plan_of(plans: list[Plan], protocol, models: str, a: str, b: str, fresh_from: int, metric: str,
-            control_from: int, level: float) -> Plan | None:
+            control_from: int | None, level: float) -> Plan | None:
     """The first of ``plans`` (as ``read_plans`` orders them: by the date each was fixed) that lists A − B (from
     ``fresh_from``) on this group under the rule this harness applies (``rule_problems``): the one its looks under
     that rule were made under, as a later version adds comparisons beside it; None for a comparison none lists."""
@@ -110,9 +110,10 @@ def plan_of(plans: list[Plan], protocol, models: str, a: str, b: str, fresh_from
     return None
 
 
-def rule_problems(plan: Plan, protocol, metric: str, control_from: int, level: float) -> list[str]:
+def rule_problems(plan: Plan, protocol, metric: str, control_from: int | None, level: float) -> list[str]:
     """What keeps ``plan`` from being the rule this harness applies to ``protocol`` (a ProtocolSpec) and ``metric``
-    (``control_from``: bench.core.runs.CONTROL_FROM; ``level``: bench.core.sequential.LEVEL); empty when nothing."""
+    (``control_from``: bench.core.runs.CONTROL_FROM, None for no control; ``level``: bench.core.sequential.LEVEL);
+    empty when nothing."""
     problems = []
     if plan.protocol != protocol.name:
         problems.append(f"it is for protocol {plan.protocol}, not {protocol.name}")
@@ -123,14 +124,15 @@ def rule_problems(plan: Plan, protocol, metric: str, control_from: int, level: f
     if plan.spending != SPENDING or plan.level != level or plan.family != FAMILY:
         problems.append(f"its boundary ({plan.spending}, level {plan.level}, family {plan.family}) is not this "
                         f"harness's ({SPENDING}, level {level}, family {FAMILY})")
-    if plan.control is None or plan.control.from_seeds != control_from:
-        fixed = "no control" if plan.control is None else f"the control from {plan.control.from_seeds} seeds"
-        problems.append(f"it fixed {fixed}, and this harness corrects each run by the baseline's replicates from "
-                        f"{control_from} seeds")
+    fixed = None if plan.control is None else plan.control.from_seeds
+    if fixed != control_from:
+        problems.append(f"it fixed {'no control' if fixed is None else f'the control from {fixed} seeds'}, and this "
+                        "harness " + ("applies no control" if control_from is None else
+                                      f"corrects each run by the baseline's replicates from {control_from} seeds"))
     return problems
 
 
-def check_rule(plan: Plan, protocol, metric: str, control_from: int, level: float) -> None:
+def check_rule(plan: Plan, protocol, metric: str, control_from: int | None, level: float) -> None:
     """Refuse a plan that is not for this protocol and metric, or whose rule is not the one this harness applies."""
     problems = rule_problems(plan, protocol, metric, control_from, level)
     if problems:

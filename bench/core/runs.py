@@ -26,13 +26,13 @@ class RunsDelta:
     its source's mean: sources differ several-fold in noise, so each source's variance v_s is estimated on its
     own, sd^2 = the mean of the v_s, SE^2 = sum_s v_s / n_s / sources^2 = sd^2 / runs, and the degrees of freedom
     are Welch-Satterthwaite's, (sum_s v_s/n_s)^2 / sum_s (v_s/n_s)^2 / (n_s - 1), rounded down: between
-    seeds - 1 (one source's noise dominates) and runs - sources (all alike); with a control a little fewer
-    (its slope's degree of freedom), and never below 1.
+    seeds - 1 (one source's noise dominates) and runs - sources (all alike); with a control (a variant) a little
+    fewer (its slope's degree of freedom), and never below 1.
     Interval: estimate +- boundary x SE, the boundary being the protocol's sequential plan's at this many
     seeds (bench.core.sequential: a repeated confidence interval, valid at whichever look one stops), or the
     t quantile (0.975, df) with one look. Decided when the interval excludes 0.
-    With B's replicates (B#1, ...: ``controls``) in every cell, each d is first corrected by the replicates'
-    A/A difference, a control variate (``stratified``): B's own run noise leaves the difference, its mean stays."""
+    Where a variant applies a control (CONTROL_FROM set; the rule sets none), B's replicates (B#1, ...: ``controls``)
+    in every cell first correct each d by their A/A difference, a control variate (``stratified``)."""
 
     metric: str
     estimate: float
@@ -120,20 +120,25 @@ def control_slope(diffs: Mapping[str, Sequence[float]], controls: Mapping[str, S
     return sxy / sxx if sxx > 0 else 0.0
 
 
-CONTROL_FROM = 5   # seeds: from here on a control corrects the differences (each source's variance has 4+ df)
+# The rule applies no control (None): the baseline's replicates as each run's control, the rule from 2026-12-02 to
+# 2026-12-07, carry the skew of naive's runs into an A/A difference, which a difference of two alike runs cancels, and
+# kept the A/A rate above 5% on naive's real runs (docs/statistics.md, "The control, measured and dropped"). The
+# benchmarks that measure it as a variant set CONTROL_FROM to VARIANT_CONTROL_FROM, the seeds it waited for.
+CONTROL_FROM: int | None = None
+VARIANT_CONTROL_FROM = 5   # as plans mini-v2-reference v2 and v3 fixed it
 
 
 def control_leverage(controls: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, float] | None:
     """Each source's share of Sxx (the controls' within-source sum of squares) and Sxx, or None where the
-    controls are not used: before CONTROL_FROM seeds, or where they do not vary within sources (whole seeds:
-    every list of one length). Why not before: the slope's leverage lands on the noisiest source, whose variance
-    has only seeds - 1 degrees of freedom, and at 3 seeds the first look's boundary, extreme in the t's tail, grows
-    several-fold with the df lost (benchmarks/control_variate.py --width-at; docs/results/mini-v2.md, "Why the control
-    waits for 5 seeds"). The rule counts seeds only, so it is fixed before any result."""
+    controls are not used: always under the rule (CONTROL_FROM None), else before CONTROL_FROM seeds, or where they do
+    not vary within sources (whole seeds: every list of one length). Why not before 5 seeds where a variant applies
+    them: the slope's leverage lands on the noisiest source, whose variance has only seeds - 1 degrees of freedom, and
+    at 3 seeds the first look's boundary, extreme in the t's tail, grows several-fold with the df lost
+    (benchmarks/control_variate.py --width-at; docs/results/mini-v2.md, "Why the control waited for 5 seeds")."""
     x = [np.asarray(v, dtype=np.float64) for v in controls.values()]
     seeds = len(x[0])
     sxx = sum(float(np.sum((v - v.mean()) ** 2)) for v in x)
-    if seeds < CONTROL_FROM or sxx <= 0:
+    if CONTROL_FROM is None or seeds < CONTROL_FROM or sxx <= 0:
         return None
     return np.array([float(np.sum((v - v.mean()) ** 2)) / sxx for v in x]), sxx
 
@@ -145,8 +150,8 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
     length (whole seeds, at least 2): estimate, low, high, runs, seeds, sources, df, sd, boundary, decided.
 
     ``controls``: per run, a difference whose mean is 0 by construction and whose noise the run's difference
-    shares (the baseline's replicates' mean minus the baseline's run: an A/A difference). From CONTROL_FROM
-    seeds on, each difference d becomes d − β x, β = ``control_slope``: a fixed β would leave the estimate
+    shares (the baseline's replicates' mean minus the baseline's run: an A/A difference). The rule passes them and
+    uses none (CONTROL_FROM None); where a variant sets CONTROL_FROM, from that many seeds on each difference d becomes d − β x, β = ``control_slope``: a fixed β would leave the estimate
     unbiased (x's mean is known), and the fitted one does too for normal runs (it reads within-source deviations
     only, independent of the source means), while it takes the baseline run's own noise out of the difference (a
     control variate; a regression estimator with the control's mean known). Fitting β is paid for: each source's
@@ -154,7 +159,8 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
     its leverage), its degrees of freedom are seeds − 1 − h_s, and β's variance, sum_t h_t v_t / Sxx, enters the SE
     times the mean control's square.
 
-    ``variances``: "solved", the rule (the equations above, a negative solution taken as 0), or "bound", each
+    ``variances``: "solved", the control as the rule applied it until 2026-12-07 (the equations above, a negative
+    solution taken as 0), or "bound", each
     v_s as RSS_s / (seeds − 1 − 2 h_s), which drops the other sources' share and so is never below the solved
     one (nor, in expectation, below v_s). Its Welch df follows its variances and can rise, so its interval is
     not always the wider one. A variant the rule does not use, measured by benchmarks/aa_test.py --variances.

@@ -8,8 +8,8 @@ On a protocol whose runs are independent (ProtocolSpec.seeding "per-source") wit
   2. stops when that interval excludes 0 (decided), when its half-width is at most ``precision`` points,
      when the plan's last look is reached, or when this command has spent ``budget`` CPU-hours;
   3. else runs the next ``batch`` seeds of both methods on every source, and of B's replicates where the folder
-     holds them (B#1, ...: each run's control, bench.core.runs; their runs count against the budget too, though
-     every comparison against B then shares them) (bench.stages.pipeline: a finished cell
+     holds them and the rule applies a control (bench.core.runs.CONTROL_FROM: since 2026-12-07 it applies none, so
+     they are not run) (bench.stages.pipeline: a finished cell
      is skipped, so a stopped command resumes where it was, and cells another comparison ran are reused).
 It prints every look and what it spent (CPU-seconds of this process and its workers).
 
@@ -111,6 +111,7 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
                   method_file: Path | None = None, plan_file: Path | None = None) -> int:
     from bench.core import plans
     from bench.core.compare import LABELS, board_for, interval_text, plural
+    from bench.core.runs import CONTROL_FROM
 
     if not isinstance(out, (str, Path)):
         raise BenchError("--until-decided writes the seeds it adds into one results folder: give one --out (copy "
@@ -119,8 +120,9 @@ def until_decided(out: Path, a: str, b: str, *, budget_hours: float, precision: 
     if not board.independent:
         raise BenchError(f"{a} and {b} are on a protocol whose sources share their seeds (v1): its runs are not "
                          "independent, so it has no sequential plan. Compare on a protocol seeded per source (mini v2)")
-    # B's replicates (bench run --replicate) correct each run's difference (bench.core.runs); they grow with it
-    controls = [r for r in board.replicates_of(slug_b) if r != slug_a]
+    # where the rule applies a control, B's replicates (bench run --replicate) correct each run's difference
+    # (bench.core.runs) and grow with it; it applies none, and a replicate run that corrects nothing is not run
+    controls = [r for r in board.replicates_of(slug_b) if r != slug_a] if CONTROL_FROM is not None else []
     results = [first_result(out, slug) for slug in (slug_a, slug_b, *controls)]
     protocol, models = results[0].protocol.name, results[0].models["name"]
     if results[0].protocol.looks is None:
@@ -204,7 +206,7 @@ def _plan(plan_file: Path | None, protocol, models: str, a: str, b: str, metric:
                          "lists it, before its first look")
     if precision != plan.precision:
         raise BenchError(f"--precision {precision:g}: plan {plan.id} fixed ±{plan.precision:g}. Fix: drop --precision")
-    if plan.control.baseline != b or not controls:
+    if plan.control is not None and (plan.control.baseline != b or not controls):
         raise BenchError(f"plan {plan.id} fixes {plan.control.baseline}'s replicates as each run's control, and "
                          f"{'this comparison is against ' + b if plan.control.baseline != b else b + ' has no replicates in the folder'}. "
                          f"Fix: give the folder {plan.control.baseline}'s replicates (bench run --replicate 1, 2), or "
