@@ -16,7 +16,9 @@ control the rule took from the baseline's replicates until 2026-12-07, from benc
 seeds; the rule now applies none); it needs 3 replicates.
 With --symmetric each comparison first reflects every cell's runs about their mean with probability 1/2: each cell
 keeps its spread and the size of its outlying runs, and loses the sign of its skew (what the control carries into a
-difference and two alike runs cancel).
+difference and two alike runs cancel). The plain rule's A - B is already as likely as B - A, so a reflection leaves its
+rate the committed pool's; the control's changes. The comparisons share the pool's cells, so the binomial SE printed
+leaves out the pool's own variation.
 With --sequential the comparison instead grows seed by seed from the plan's first look and stops at
 the first look that decides (what bench compare --until-decided does): the rate that matters for it.
 With --fresh each comparison instead draws a pool of its own, three runs a cell with or without --control (so
@@ -73,7 +75,10 @@ def pool(folder: Path, method: str) -> tuple[dict, tuple[int, int] | None]:
 def one_comparison(runs: dict, seeds: list[int], sources: list[str], rng, k: int, looks, sequential: bool,
                    control: bool = False, variances: str = "solved", beta: float | None = None) -> bool:
     """One A/A comparison drawn from the pool: True if the rule decides it. ``control``: the cell's other replicates'
-    mean minus B is each run's control (bench.core.runs.stratified), as B's replicates are in bench compare."""
+    mean minus B is each run's control (bench.core.runs.stratified), as B's replicates were in bench compare until
+    2026-12-07: applied where bench.core.runs.CONTROL_FROM is set (main sets it; a ValueError where it is not)."""
+    if control and beta is None:
+        bench.core.runs.control_applied()
     chosen = list(rng.choice(seeds, size=k if not sequential else looks[1], replace=False))
     diffs: dict[str, list[float]] = {s: [] for s in sources}
     controls: dict[str, list[float]] = {s: [] for s in sources}
@@ -111,6 +116,22 @@ def symmetrized(runs: dict, rng) -> dict:
     return {key: [2 * float(np.mean(v)) - x for x in v] if rng.random() < 0.5 else list(v) for key, v in runs.items()}
 
 
+def pooled_skewness(runs: dict, sources: list[str], rng, n_boot: int = 2000) -> tuple[float, float, float]:
+    """The skewness of every run's deviation from its cell's mean, each source's deviations divided by their SD
+    (sources differ several-fold in spread), and its 95% percentile interval over the seeds resampled (a seed's
+    cells together: its deviations are not independent)."""
+    seeds = sorted({j for j, s in runs if all(len(runs.get((j, d), ())) >= 2 for d in sources)})
+    sd = {s: float(np.concatenate([np.asarray(runs[j, s]) - np.mean(runs[j, s]) for j in seeds]).std()) for s in sources}
+    per_seed = [np.concatenate([(np.asarray(runs[j, s]) - np.mean(runs[j, s])) / sd[s] for s in sources]) for j in seeds]
+
+    def skew(z: np.ndarray) -> float:
+        z = z - z.mean()
+        return float(np.mean(z ** 3) / np.mean(z ** 2) ** 1.5)
+
+    drawn = [skew(np.concatenate([per_seed[i] for i in rng.integers(0, len(seeds), len(seeds))])) for _ in range(n_boot)]
+    return float(np.percentile(drawn, 2.5)), skew(np.concatenate(per_seed)), float(np.percentile(drawn, 97.5))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("folder", type=Path)
@@ -133,7 +154,9 @@ def main() -> None:
                    "deviations, per source (independent comparisons: the binomial SE is the Monte Carlo error)")
     p.add_argument("--symmetric", action="store_true", help="each comparison on the pool with each cell's runs "
                    "reflected about their mean with probability 1/2: the runs' skew taken out, their spread and outliers "
-                   "kept (independent comparisons)")
+                   "kept. The comparisons share the pool's cells: the binomial SE printed leaves out the pool's own "
+                   "variation (the SD over resampled pools of the plain run). For the plain rule a reflection changes "
+                   "nothing (A - B is as likely as B - A): its rate is the committed pool's again")
     p.add_argument("--control-from", type=int, default=VARIANT_CONTROL_FROM, metavar="SEEDS",
                    help="with --control: apply it from this many seeds (default: the seeds it waited for as the rule)")
     p.add_argument("--shape", action="store_true", help="per source: the run SD (a cell's runs' SD, pooled over its "
@@ -159,6 +182,9 @@ def main() -> None:
             z = deviations / deviations.std()
             print(f"{s}: {len(cells)} cells, run SD {sd:.2f}, skewness {float(np.mean(z ** 3)):+.2f}, excess kurtosis "
                   f"{float(np.mean(z ** 4)) - 3:+.1f}, largest deviation {float(np.abs(z).max()):.1f} SDs")
+        low, estimate, high = pooled_skewness(runs, sources, np.random.default_rng(DRAW_SEED))
+        print(f"all sources, each standardised: skewness {estimate:+.2f}, 95% [{low:+.2f}, {high:+.2f}] (a cell's runs' "
+              "deviations from their mean; the seeds resampled, 2,000 times)")
         return
     need = 3 if args.control else 2
     seeds = sorted(seed for seed in {j for j, _ in runs} if all(len(runs.get((seed, s), ())) >= need for s in sources))
@@ -192,7 +218,8 @@ def main() -> None:
               f"about their mean with probability 1/2 per comparison: {args.comparisons} comparisons of up to {plan[1]} "
               f"seeds (sequential, stopped when decided{', the other replicates as control' if args.control else ''}"
               f"{(', beta %g' % args.beta if args.beta is not None else ', variances ' + args.variances) if args.control else ''})")
-        print(f"decided (false positives): {100 * fpr:.2f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.2f})")
+        print(f"decided (false positives): {100 * fpr:.2f}%  (binomial SE {100 * math.sqrt(fpr * (1 - fpr) / args.comparisons):.2f}, "
+              "given this pool: not its own variation)")
         return
 
     def rate(seed_pool: list[int]) -> float:

@@ -56,6 +56,8 @@ def sd_of(diffs: dict[tuple[int, str], float], controls: dict[tuple[int, str], f
           ) -> tuple[float, int, int] | None:
     """(run SD as bench.core.runs.stratified reports it, runs, whole seeds) of per-cell differences, on whole seeds
     only; with ``controls``, corrected by them as the rule did until 2026-12-07 (from --control-from seeds, the slope paid for)."""
+    if controls:
+        runs_module.control_applied()   # else the "control" column would be the plain rule's again
     sources = sorted({s for _, s in diffs})
     seeds = sorted(j for j in {j for j, _ in diffs} if all((j, s) in diffs for s in sources))
     if len(seeds) < 2:

@@ -38,6 +38,7 @@ DRAW_SEED = 20261202
 
 def comparison(rng, looks: tuple[int, int], rho: float, replicates: int, spreads: list[float] | None = None):
     """(plain decided, controlled decided, plain width, controlled width at the last look) of one A/A comparison."""
+    runs_module.control_applied()   # else the "controlled" column would be the plain rule's again
     first, last = looks
     sources = len(spreads) if spreads else 6
     spread = np.asarray(spreads) if spreads else rng.uniform(1, 5, sources)
@@ -57,6 +58,7 @@ def comparison(rng, looks: tuple[int, int], rho: float, replicates: int, spreads
 
 def widths(rng, looks: tuple[int, int], seeds: int, rho: float, replicates: int, sources: int = 6) -> float:
     """The controlled deciding interval's width over the plain one's, at ``seeds`` seeds of the plan ``looks``."""
+    runs_module.control_applied()
     spread = rng.uniform(1, 5, sources)
     naive = rng.standard_normal((replicates + 1, seeds, sources)) * spread
     method = rho * naive[0] + math.sqrt(1 - rho * rho) * rng.standard_normal((seeds, sources)) * spread

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trials", type=int, default=500, help="zoos drawn")
     p.add_argument("--source-sds", type=float, nargs="+", default=[5.7, 7.1, 4.7, 1.0, 2.4, 2.1])
     p.add_argument("--naive-share", type=float, default=0.5, help="the share of a run difference's variance that is "
-                   "naive's run (0.5: the two runs equally noisy; naive's replicates as control lower it)")
+                   "naive's run (0.5: the two runs equally noisy; naive's replicates as a control, a variant of the rule, lower it)")
     p.add_argument("--looks", type=int, nargs=2, default=[3, 20])
     p.add_argument("--run-cost", type=float, default=120.0, help="CPU-seconds of one run")
     args = p.parse_args(argv)

@@ -3,7 +3,7 @@
 # Resumable: every stage is `bench run` or `bench compare --until-decided`, which skip finished cells, so
 # rerun the script after a stop and it goes on where it was. Cells go to $OUT (default: results, which
 # should hold nothing else); `bench submit $OUT/mini-v2/tiny-lr3e-4/<slug>` packs a method's submission.
-# The replicates (naive#1, naive#2: the A/A pool) go into naive's submission, as the controls of every comparison.
+# The replicates (naive#1, naive#2: the A/A pool) go into naive's submission, as its A/A runs.
 #
 #   benchmarks/v2_reference_plan.sh [STAGE ...]     # stages: aa core zoo decide top3 (default: these, in the order below)
 #   benchmarks/v2_reference_plan.sh top3            # the zoo's best three (TOP3 below, chosen once the zoo had run), decided on fresh seeds
@@ -48,7 +48,8 @@ zoo() {    # every other built-in method at the protocol's seeds, with v1's refe
 }
 
 decide() { # paired comparisons against naive until decided or within +-1 point (sequential boundaries); naive's
-           # replicates from the aa stage are each run's control from 5 seeds on, and grow with the comparison
+           # replicates from the aa stage were each run's control from 5 seeds on, grown with the comparison, until
+           # 2026-12-07 (the rule now applies no control, and --until-decided no longer grows them)
   for method in ceiling confidence anchor_lam=1.0_layers=last anchor_lam=0.1_layers=last anchor_lam=10.0_layers=last; do
     bench compare "$method" naive --out "$OUT" --until-decided --budget "${BUDGET:-2}" ||
       echo "not grown (above: why): $method" >&2   # refused here (bench.stages.resume): the next one may grow
@@ -78,7 +79,7 @@ store() {  # the finished cells into extra-seeds/, which is committed, so the ne
 
 submit() { # each method's cells, every whole seed it holds, as its reference submission (replacing an older
            # one), and the reference teacher from naive's; a method with a seed stopped part way is left as it was.
-           # naive's submission holds its replicates (naive#1, naive#2: the board's controls, as bench compare's).
+           # naive's submission holds its replicates (naive#1, naive#2: its A/A runs).
            # The zoo's best three (TOP3) were chosen on seeds 0-2: their submissions say so, and the board decides
            # them on the seeds from 3 on, as the top3 stage does (bench submit --fresh-from)
   local done=0 fresh name replicates

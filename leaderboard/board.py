@@ -20,6 +20,7 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
+from bench.core import runs
 from bench.core.compare import BASELINE, LABELS, Decision, deciding_interval, decision_table, holm
 from bench.core.errors import BenchError
 from bench.core.protocols import replaced_by
@@ -186,7 +187,8 @@ class Board:
         if found is None:
             valid = [v for v in self.in_group(protocol, models) if v.ok]
             cells = [c for v in valid for c in v.pairs]
-            controls = [c for v in valid for c in v.controls]   # naive's replicates, as bench compare uses them
+            # naive's replicates, as bench compare uses them: only where the rule applies a control (bench.core.runs)
+            controls = [c for v in valid for c in v.controls] if runs.CONTROL_FROM is not None else []
             found = _decided(valid, cells, controls, "nts", category, source)
             if found and all(c.bon for c in (*cells, *controls)):
                 for sub, row in _decided(valid, bon_view(cells), bon_view(controls), "bon-nts", category, source).items():
@@ -244,7 +246,8 @@ def on_seeds(cells: pd.DataFrame, seeds: tuple[int, ...] | None) -> pd.DataFrame
 def _decided(valid: list[Validation], cells: list, controls: list, metric: str, category: str | None,
              source: str | None) -> dict[str, dict]:
     """``Board.decisions`` on ``cells`` (the submissions' cells, or their BoN views for ``metric`` "bon-nts"), each
-    run's difference against naive corrected by its replicates' (``controls``) where they ran every cell."""
+    run's difference against naive corrected by its replicates' (``controls``: given only where the rule applies a
+    control) where they ran every cell."""
     from bench.core.stats import Board as Bootstrap
 
     slugs = {v.submission["slug"]: v.key for v in valid}

@@ -134,3 +134,29 @@ def test_a_seed_cut_mid_way_waits_for_its_other_cells(runs):
     board = Board(of(cut, "m") + of(cut, "naive"), n_boot=50)
     assert board.seeds == tuple(range(5))
     assert board.runs_delta("m", "naive") == runs_delta(of(runs, "m", range(5)), of(runs, "naive", range(5)))
+
+
+def test_the_committed_plans_under_the_rule_are_v1_and_the_controls_plans_are_refused():
+    """The rule (no control) is mini-v2-reference v1's: its rule checks clean, while v2 and v3, which fixed the
+    control from 5 seeds, are refused as another rule, naming it (bench.core.plans.rule_problems)."""
+    from pathlib import Path
+
+    from bench.core.plans import read_plans, rule_problems
+    from bench.core.protocols import PROTOCOLS
+    from bench.core.sequential import LEVEL
+
+    plans = read_plans(Path(__file__).resolve().parents[1] / "plans")
+    found = {plan.version: rule_problems(plan, PROTOCOLS.get(plan.protocol), plan.metric, bench.core.runs.CONTROL_FROM,
+                                         LEVEL) for plan in plans if plan.plan == "mini-v2-reference"}
+    assert sorted(found) == [1, 2, 3] and found[1] == []
+    for version in (2, 3):
+        assert found[version] == ["it fixed the control from 5 seeds, and this harness applies no control"]
+
+
+def test_a_benchmark_asking_for_the_control_under_the_rule_is_told(monkeypatch):
+    """control_applied: a caller measuring the control as a variant gets an error where CONTROL_FROM is the rule's
+    None (its controls would change nothing), and the seeds where a variant set them."""
+    with pytest.raises(ValueError, match="applied only where bench.core.runs.CONTROL_FROM is set"):
+        bench.core.runs.control_applied()
+    monkeypatch.setattr(bench.core.runs, "CONTROL_FROM", VARIANT_CONTROL_FROM)
+    assert bench.core.runs.control_applied() == 5

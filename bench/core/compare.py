@@ -25,7 +25,6 @@ from bench.core.cells import Cell, cell_from_scores
 from bench.core.errors import BenchError
 from bench.core.report import fmt
 from bench.core.results import BASELINE, CEILING
-from bench.core.runs import CONTROL_FROM
 from bench.core.sequential import t_quantile
 from bench.core.stats import LEVEL, Board, bon_view
 
@@ -118,7 +117,7 @@ def decision_table(board: Board, baseline: str = BASELINE, category: str | None 
     ``metric`` names the columns: "bon-nts" for a board of BoN views (``view``)."""
     rows = []
     name = LABELS[metric]["nts"]
-    contenders = ranked(board.methods)   # the ceiling is a reference and a replicate a control: ranked with no one
+    contenders = ranked(board.methods)   # the ceiling is a reference and a replicate an A/A run: ranked with no one
     ranks = {r.method: r for r in board.ranks(contenders, category=category, source=source)} if contenders else {}
     for method in board.methods:
         nts = board.stats(method, category=category, source=source).metrics["nts"]
@@ -152,6 +151,8 @@ def decision_column(independent: bool) -> str:
 def decision_rule(independent: bool) -> str:
     """The rule ``deciding_interval`` applies on a board of independent runs (``Board.independent``) or not,
     in words."""
+    from bench.core.runs import CONTROL_FROM  # read when asked: a benchmark measuring the control sets it
+
     if independent:
         return ("decided when its 95% interval over independent runs, stratified by source, excludes 0 (with the "
                 "protocol's sequential boundary, valid however many seeds were added until it decided; each run's "
@@ -382,7 +383,7 @@ def board_for(root: Path | Sequence[Path], names: list[str] | None = None, metri
             raise BenchError(f"{slug} has no finished cell from seed {from_seed} on under {named(roots)}: run its seeds "
                              f"from {from_seed} (bench compare ... --until-decided --fresh-from {from_seed} runs them)")
     controls: list[Cell] = []
-    if slugs:   # the last named method's replicates correct each run's difference against it (runs_delta)
+    if slugs:   # the last named method's replicates: each run's control where the rule applies one (runs_delta)
         from bench.core.results import replicates_of
 
         replicates = set(replicates_of({c.method for c in cells}, slugs[-1])) - set(slugs)
@@ -412,7 +413,7 @@ def ranks_of(values: np.ndarray) -> np.ndarray:
 
 def ranked(methods: Sequence[str]) -> list[str]:
     """The methods a rank agreement ranks unless told: all but the ceiling (a reference) and replicates (``naive#1``:
-    each run's control, not a method)."""
+    naive's A/A runs, not a method)."""
     from bench.core.results import replicate_of
 
     return [m for m in methods if m != CEILING and not replicate_of(m)]

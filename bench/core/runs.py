@@ -122,10 +122,20 @@ def control_slope(diffs: Mapping[str, Sequence[float]], controls: Mapping[str, S
 
 # The rule applies no control (None): the baseline's replicates as each run's control, the rule from 2026-12-02 to
 # 2026-12-07, carry the skew of naive's runs into an A/A difference, which a difference of two alike runs cancels, and
-# kept the A/A rate above 5% on naive's real runs (docs/statistics.md, "The control, measured and dropped"). The
+# kept the A/A rate above 5% on the committed pool of naive's runs (docs/statistics.md, "The control, measured and
+# dropped"). The
 # benchmarks that measure it as a variant set CONTROL_FROM to VARIANT_CONTROL_FROM, the seeds it waited for.
 CONTROL_FROM: int | None = None
 VARIANT_CONTROL_FROM = 5   # as plans mini-v2-reference v2 and v3 fixed it
+
+
+def control_applied() -> int:
+    """The seeds from which a control corrects, for a caller that measures the control as a variant: a ValueError
+    where CONTROL_FROM is the rule's None, under which its controls would silently change nothing."""
+    if CONTROL_FROM is None:
+        raise ValueError("the control is applied only where bench.core.runs.CONTROL_FROM is set (a variant: "
+                         "VARIANT_CONTROL_FROM); the rule sets none, so these controls would change nothing")
+    return CONTROL_FROM
 
 
 def control_leverage(controls: Mapping[str, Sequence[float]]) -> tuple[np.ndarray, float] | None:
@@ -134,7 +144,7 @@ def control_leverage(controls: Mapping[str, Sequence[float]]) -> tuple[np.ndarra
     not vary within sources (whole seeds: every list of one length). Why not before 5 seeds where a variant applies
     them: the slope's leverage lands on the noisiest source, whose variance has only seeds - 1 degrees of freedom, and
     at 3 seeds the first look's boundary, extreme in the t's tail, grows several-fold with the df lost
-    (benchmarks/control_variate.py --width-at; docs/results/mini-v2.md, "Why the control waited for 5 seeds")."""
+    (benchmarks/control_variate.py --width-at; docs/results/mini-v2.md, "Why the control waits for 5 seeds")."""
     x = [np.asarray(v, dtype=np.float64) for v in controls.values()]
     seeds = len(x[0])
     sxx = sum(float(np.sum((v - v.mean()) ** 2)) for v in x)
@@ -165,7 +175,8 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
     one (nor, in expectation, below v_s). Its Welch df follows its variances and can rise, so its interval is
     not always the wider one. A variant the rule does not use, measured by benchmarks/aa_test.py --variances.
 
-    ``beta``: a fixed slope in place of the fitted one, at every look (a variant the rule does not use, measured by
+    ``beta``: a fixed slope in place of the fitted one, at every look and whatever CONTROL_FROM says: asked for, it
+    is applied (a variant the rule does not use, measured by
     benchmarks/aa_test.py --beta and benchmarks/rule_variant.py --beta). Nothing is fitted, so each corrected
     difference d − β x has the difference's mean (x's is 0) and the plain rule applies to them as they are, with no
     degree of freedom paid; its error rate is the plain rule's on values spread otherwise than d's. β = R / (R + 1),

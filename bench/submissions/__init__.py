@@ -9,7 +9,7 @@ A submission is one method x params x model pair x protocol, in a folder
     cells/seed<N>/<source>/scores.csv.gz     the per-pair scores behind it
     cells/seed<N>/<source>/candidates.csv.gz every best-of-N candidate's scores, on a protocol with candidate sets
     cells/replicate<R>/seed<N>/<source>/...  naive's submission only: its replicate R of the cell (bench run
-                                             --replicate R), each run's control on the board, no row of its own
+                                             --replicate R), its A/A runs, no row of its own
 
 (``<source>`` is the dataset name with ``/`` written ``__``.) Validation only reads JSON and
 gzip'd CSV, with size limits checked before anything is read; it never imports or runs anything

@@ -380,15 +380,16 @@ def _check(v: Validation, protocols, model_pairs, budget: float | None = None,
 
 
 def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, held: set[tuple[int, int, str]]) -> None:
-    """Replicates (CellRef.replicate) only on naive's submission, whose A/A difference is each run's control against
-    naive, and each replicate of whole seeds that naive's own runs hold: a control that misses a run corrects none.
+    """Replicates (CellRef.replicate) only on naive's submission, its A/A runs (benchmarks/aa_test.py; each run's control
+    against naive where the rule applies one: bench.core.runs), and each replicate of whole seeds that naive's own runs
+    hold: an A/A comparison pairs whole seeds.
     ``held``: the submission's (replicate, seed, source), r = 0 its own runs."""
     from bench.core.results import BASELINE
 
     replicated = {key for key in held if key[0]}
     if replicated and meta["slug"] != BASELINE:
         v.error(SUBMISSION_FILE, "cells", f"lists replicates of its cells ({len(replicated)}), but only {BASELINE}'s "
-                f"submission holds them (its A/A difference is each run's control against {BASELINE})",
+                f"submission holds them (its A/A runs)",
                 f"submit the replicates with {BASELINE}'s results (bench submit results/.../{BASELINE} "
                 f"results/.../{BASELINE}#1); " + REGENERATE)
         return
@@ -399,8 +400,8 @@ def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, held: s
                    any((r, seed, d) not in held for d in protocol.sources)]
         if unheld:
             v.error(SUBMISSION_FILE, "cells", f"replicate {r} holds seed{'s' if len(unheld) > 1 else ''} "
-                    f"{', '.join(map(str, unheld))}, of which {BASELINE}'s own runs miss a source: a replicate is the "
-                    f"control of {BASELINE}'s own run of its cell", "leave those seeds of the replicate out, or run "
+                    f"{', '.join(map(str, unheld))}, of which {BASELINE}'s own runs miss a source: a replicate is an "
+                    f"A/A run of {BASELINE}'s own run of its cell", "leave those seeds of the replicate out, or run "
                     f"{BASELINE}'s own missing cells; " + REGENERATE)
         if partial:
             v.error(SUBMISSION_FILE, "cells", f"replicate {r} of seed{'s' if len(partial) > 1 else ''} "
@@ -413,7 +414,7 @@ def _check_replicates(v: Validation, meta: dict, protocol: ProtocolSpec, held: s
 def _check_alike(v: Validation, replicated: list) -> None:
     """Each replicate is an A/A run of naive's own cell of its seed and source: the same test pairs, teacher and
     verdicts (bench.core.runs.paired), labels, and code of the method; only the student's randomness differs.
-    A control that is not one would bias every difference it corrects."""
+    An A/A run that is not one would bias the A/A rate it measures, and every difference where a rule corrects by it."""
     from bench.core.results import replicate_of
     from bench.core.runs import paired
 

@@ -60,7 +60,7 @@ def _group_cells(paths: list[Path]) -> dict[tuple, list[tuple[Path, CellResult]]
                 raise BenchError(f"{result_file.parent} is replicate {result.replicate} of its cell (bench run "
                                  "--replicate: the A/A noise measurement), not a submission's run; submit the folder of "
                                  f"the method's own run (without #). Only {BASELINE}'s replicates go into a submission, "
-                                 f"{BASELINE}'s, as the controls of every comparison against it")
+                                 f"{BASELINE}'s, as its A/A runs")
             groups[key].append((result_file.parent, result))
     if not groups:
         raise BenchError(f"no cell results under {', '.join(map(str, paths))}; run `bench run` first")
@@ -81,7 +81,7 @@ def models_option(models: dict) -> str:
 def _plan(cells: list[tuple[Path, CellResult]], protocol: ProtocolSpec) -> tuple[dict, dict, list[str]]:
     """The cells a submission holds, (seed, source) -> (folder, result), naive's replicates of them apart,
     (replicate, seed, source) -> (folder, result); and the problems that refuse it. A replicate's seed goes in
-    whole or not at all: a control corrects only the runs it ran every cell of."""
+    whole or not at all: an A/A comparison pairs whole seeds."""
     from bench.core.protocols import protocol_hash
 
     if all(result.replicate for _, result in cells):
@@ -203,7 +203,7 @@ def _write(chosen: dict, controls: dict, protocol: ProtocolSpec, folder: Path, s
             refs[-1]["candidates_sha256"] = sha256_file(target / CANDIDATES_FILE)
         if result.replicate:
             refs[-1]["replicate"] = result.replicate
-    every, results = results, results[:len(ordered)]   # the replicates are controls: no summary, no interval
+    every, results = results, results[:len(ordered)]   # the replicates are A/A runs: no summary, no interval
     first = results[0]
     atomic_write_json(folder / SUBMISSION_FILE, {
         "schema_version": SCHEMA_VERSION,

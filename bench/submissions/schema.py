@@ -36,8 +36,8 @@ class CellRef(_Strict):
     scores_sha256: str
     candidates_sha256: str | None = None   # of the cell's candidates.csv.gz, on a protocol with candidate sets
     # r > 0 on naive's submission only: its replicate r of this cell (bench run --replicate r: fresh student randomness,
-    # the same teacher and labels). No row and no summary of its own: the board corrects each run's difference
-    # against naive by the replicates' A/A difference, as bench compare does (bench.core.runs, a control variate).
+    # the same teacher and labels). No row and no summary of its own: naive's A/A runs (benchmarks/aa_test.py), and
+    # each run's control against naive where the rule applies one (bench.core.runs: since 2026-12-07 it applies none).
     replicate: int = 0
 
 
