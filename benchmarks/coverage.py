@@ -16,7 +16,7 @@ The draws share seeds, so their Monte Carlo error is shown from a jackknife over
 With --control each run's difference is first corrected by the baseline's replicates in the folder (B#1, ...: their
 mean minus B), the control the rule applied until 2026-12-07, from bench.core.runs.VARIANT_CONTROL_FROM seeds
 (bench.core.runs.stratified); the truth is then the held-out seeds' corrected estimate, so that its noise per run
-is the interval's (both estimate the same difference: the control's mean is 0).
+is the interval's (both estimate the same difference: the control's mean is 0). It needs 5 seeds on both sides.
 
     python benchmarks/coverage.py FOLDER --method anchor_lam=1.0 [--baseline naive] [--seeds-per-comparison 3]
     python benchmarks/coverage.py FOLDER --method anchor_lam=1.0 --fixed --seeds-per-comparison 8 --control
@@ -80,6 +80,8 @@ def one_check(diffs: dict, seeds: list[int], rng, k: int, looks, controls: dict 
         return {s: [v[j] for j in seeds if (j in drawn) == chosen] for s, v in values.items()}
 
     controls = controls or None
+    if controls:
+        bench.core.runs.control_applied()   # else both sides would be the plain rule's again
     _, low, high, n, _, _, df, _, boundary, _ = stratified(part(diffs, True), looks,
                                                            controls=part(controls, True) if controls else None)
     # the truth: the held-out seeds' estimate by the same estimator (with the control, corrected as the drawn ones
@@ -116,8 +118,11 @@ def main() -> None:
     if args.control:
         bench.core.runs.CONTROL_FROM = VARIANT_CONTROL_FROM
         seeds = [j for j in seeds if all(j in controls.get(s, {}) for s in diffs)]
-        if not seeds:
-            raise SystemExit(f"--control: {args.baseline}'s replicates ran no whole seed of these comparisons")
+        if min(args.seeds_per_comparison, len(seeds) - args.seeds_per_comparison) < VARIANT_CONTROL_FROM:
+            raise SystemExit(f"--control corrects from {VARIANT_CONTROL_FROM} seeds: with {len(seeds)} seeds its "
+                             f"replicates ran, {args.seeds_per_comparison} drawn would leave the interval or the held-out "
+                             f"truth uncorrected while the other is; draw {VARIANT_CONTROL_FROM} to "
+                             f"{len(seeds) - VARIANT_CONTROL_FROM}")
     else:
         controls = {}
     k = args.seeds_per_comparison

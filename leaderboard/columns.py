@@ -71,6 +71,8 @@ BOARD_COLUMNS = [
            "per source, over every seed both hold, from the one 'runs' names: so where both hold more seeds than "
            "every submission does, or the row was chosen on its first seeds, it is not the difference of the NTS "
            "column, which is over the seeds every submission holds)", True, True),
+    # the rule's words as the harness sets it (bench.core.runs.CONTROL_FROM), fixed when this module loads: a benchmark
+    # that sets a variant later does not show a board
     Column(decision_column(False), "t 95% interval over the per-seed differences of Δ NTS vs naive, the interval "
            f"that decides: a difference is {decision_rule(False)}", True, True, SEEDS),
     Column(decision_column(True), "95% interval of Δ NTS vs naive over independent runs, the interval that decides: "

@@ -51,3 +51,19 @@ def test_with_the_control_the_truth_is_corrected_as_the_interval_is(monkeypatch)
         found.append(f)
         expected.append(e)
     assert 0.8 < np.mean(expected) < 0.95 and abs(np.mean(found) - np.mean(expected)) < 0.03
+
+
+def test_a_replicates_control_is_the_other_replicates_never_its_own():
+    """paired() on naive's committed A/A pool: naive#1 − naive's control is naive#2 − naive, cell by cell."""
+    from bench.core.cells import load_cells
+    from bench.core.runs import cell_value
+    from bench.core.store import cell_folders
+
+    folder = Path(__file__).resolve().parents[1] / "submissions" / "mini-v2" / "tiny-lr3e-4" / "naive"
+    diffs, _, controls = coverage.paired(folder, "naive#1", "naive", "nts")
+    value = {(c.method, c.seed, c.source): cell_value(c, "nts") for c in load_cells(cell_folders(folder))}
+    assert sum(len(v) for v in controls.values()) == sum(len(v) for v in diffs.values()) == 120
+    for source, by_seed in controls.items():
+        for seed, x in by_seed.items():
+            assert x == value["naive#2", seed, source] - value["naive", seed, source]
+            assert diffs[source][seed] == value["naive#1", seed, source] - value["naive", seed, source]

@@ -255,7 +255,7 @@ class Board:
         for c in cells:
             self._every[c.method].append(c)
         self._controls: dict[str, list[Cell]] = defaultdict(list)   # replicates that only correct runs_delta's
-        for c in controls:                                           # differences: no rows, no say in the seeds held
+        for c in controls:   # differences where the rule applies a control: no rows, no say in the seeds held
             self._controls[c.method].append(c)
         if all(c.independent for c in cells):   # a seed a stopped comparison cut mid-way waits for its other cells
             sources = {c.source for c in cells}
@@ -494,7 +494,8 @@ class Board:
     def runs_delta(self, a: str, b: str, metric: str = "nts", category: str | None = None,
                    source: str | None = None, level: float = LEVEL) -> RunsDelta:
         """A - B over the independent runs of the scope (bench.core.runs.runs_delta), with the protocol's looks and,
-        where the board holds them, B's replicates (``B#1``, ... other than A) as the control of each run."""
+        where the board holds them and the rule applies a control (bench.core.runs.CONTROL_FROM), B's replicates
+        (``B#1``, ... other than A) as the control of each run."""
         self._scope(category, source)   # refuses an empty scope
 
         def wanted(c: Cell) -> bool:

@@ -100,7 +100,7 @@ LOCAL_PATH_RE = re.compile(r"(?:/[^\s/]|~[\w.-]*/|[A-Za-z]:[\\/])")
 
 
 def cell_folder(seed: int, source: str, replicate: int = 0) -> str:
-    """Where a submission holds a cell: ``cells/seed0/mini__travel``; naive's replicate r > 0 of it (a control,
+    """Where a submission holds a cell: ``cells/seed0/mini__travel``; naive's replicate r > 0 of it (an A/A run,
     SubmissionFile) under ``cells/replicate<r>/``."""
     return f"cells/{f'replicate{replicate}/' if replicate else ''}seed{seed}/{source.replace('/', '__')}"
 
