@@ -123,8 +123,8 @@ def control_slope(diffs: Mapping[str, Sequence[float]], controls: Mapping[str, S
 # The rule applies no control (None): the baseline's replicates as each run's control, the rule from 2026-12-02 to
 # 2026-12-07, carry the skew of naive's runs into an A/A difference, which a difference of two alike runs cancels, and
 # kept the A/A rate above 5% on the committed pool of naive's runs (docs/statistics.md, "The control, measured and
-# dropped"). The
-# benchmarks that measure it as a variant set CONTROL_FROM to VARIANT_CONTROL_FROM, the seeds it waited for.
+# dropped"). The benchmarks that measure it as a variant set CONTROL_FROM to VARIANT_CONTROL_FROM, the seeds it
+# waited for.
 CONTROL_FROM: int | None = None
 VARIANT_CONTROL_FROM = 5   # as plans mini-v2-reference v2 and v3 fixed it
 
@@ -161,10 +161,11 @@ def stratified(diffs: Mapping[str, Sequence[float]], looks: tuple[int, int] | No
 
     ``controls``: per run, a difference whose mean is 0 by construction and whose noise the run's difference
     shares (the baseline's replicates' mean minus the baseline's run: an A/A difference). The rule passes them and
-    uses none (CONTROL_FROM None); where a variant sets CONTROL_FROM, from that many seeds on each difference d becomes d − β x, β = ``control_slope``: a fixed β would leave the estimate
-    unbiased (x's mean is known), and the fitted one does too for normal runs (it reads within-source deviations
-    only, independent of the source means), while it takes the baseline run's own noise out of the difference (a
-    control variate; a regression estimator with the control's mean known). Fitting β is paid for: each source's
+    uses none (CONTROL_FROM None); where a variant sets CONTROL_FROM, from that many seeds on each difference d
+    becomes d − β x, β = ``control_slope``: a fixed β would leave the estimate unbiased (x's mean is known), and
+    the fitted one does too for normal runs (it reads within-source deviations only, independent of the source
+    means), while it takes the baseline run's own noise out of the difference (a control variate; a regression
+    estimator with the control's mean known). Fitting β is paid for: each source's
     variance is solved from E[RSS_s] = v_s (seeds − 1 − 2 h_s) + h_s sum_t h_t v_t (h_s: the source's share of Sxx,
     its leverage), its degrees of freedom are seeds − 1 − h_s, and β's variance, sum_t h_t v_t / Sxx, enters the SE
     times the mean control's square.
