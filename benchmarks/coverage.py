@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import bench.core.runs  # noqa: E402
 from bench.core.cells import load_cells  # noqa: E402
-from bench.core.results import replicate_of  # noqa: E402
+from bench.core.results import replicates_of  # noqa: E402
 from bench.core.runs import VARIANT_CONTROL_FROM, cell_value, stratified  # noqa: E402
 
 DRAW_SEED = 20261202
@@ -50,8 +50,10 @@ def paired(folder: Path, method: str, baseline: str, metric: str) -> tuple[dict,
     value: dict[tuple[str, int, str], float] = {}
     replicates: dict[tuple[int, str], list[float]] = defaultdict(list)
     looks = None
-    for cell in load_cells(cell_folders(folder)):
-        if cell.method != method and replicate_of(cell.method) and cell.method.rpartition("#")[0] == baseline:
+    cells = load_cells(cell_folders(folder))
+    others = set(replicates_of({c.method for c in cells}, baseline)) - {method}   # B's replicates but A
+    for cell in cells:
+        if cell.method in others:
             replicates[cell.seed, cell.source].append(cell_value(cell, metric))
         elif cell.method in (method, baseline):
             if not cell.independent:
